@@ -1,0 +1,57 @@
+import { AppError, isRejection, type Rejection } from '../domain/errors';
+import type { EventMetadata, EventStore, NewEvent, StoredEvent } from '../ports/event-store';
+
+/**
+ * Command handling, always the same way (STYLE §3): read the stream, fold it, decide, append
+ * with the expected revision. A conflict means someone else wrote in between: read again and
+ * decide again, a few times, then give up with a retriable error.
+ */
+
+export type Decider<C, E extends { type: string; data: object }, S> = {
+  readonly initialState: () => S;
+  readonly evolve: (state: S, event: E) => S;
+  readonly decide: (command: C, state: S) => E[] | Rejection;
+};
+
+export type HandleResult<E, S> = { readonly events: E[]; readonly state: S; readonly revision: number | null };
+
+export const foldStream = <E, S>(events: readonly StoredEvent[], evolve: (s: S, e: E) => S, initial: S): S =>
+  events.reduce((s, e) => evolve(s, { type: e.type, data: e.data } as unknown as E), initial);
+
+export async function handleCommand<C, E extends { type: string; data: object }, S>(
+  store: EventStore,
+  streamId: string,
+  decider: Decider<C, E, S>,
+  command: C,
+  deps: { newId: () => string; metadata: EventMetadata; maxAttempts?: number },
+): Promise<HandleResult<E, S>> {
+  const maxAttempts = deps.maxAttempts ?? 5;
+  for (let attempt = 1; ; attempt++) {
+    const stored = await store.readStream(streamId);
+    const state = foldStream(stored, decider.evolve, decider.initialState());
+    const decided = decider.decide(command, state);
+    if (isRejection(decided)) throw decided.error;
+    const revision = stored.length === 0 ? null : stored[stored.length - 1].revision;
+    if (decided.length === 0) return { events: [], state, revision };
+    const toAppend: NewEvent[] = decided.map((e) => ({
+      id: deps.newId(),
+      type: e.type,
+      data: e.data as Record<string, unknown>,
+      metadata: deps.metadata,
+    }));
+    const result = await store.append(streamId, toAppend, revision === null ? 'no_stream' : revision);
+    if (result.ok) {
+      const next = decided.reduce(decider.evolve, state);
+      return { events: decided, state: next, revision: result.nextRevision };
+    }
+    if (attempt >= maxAttempts) {
+      throw new AppError('unavailable', `too many concurrent changes to ${streamId}; try again`, { retriable: true });
+    }
+  }
+}
+
+/** Reads and folds a stream without deciding anything. */
+export async function loadState<E, S>(store: EventStore, streamId: string, decider: Pick<Decider<unknown, E & { type: string; data: object }, S>, 'evolve' | 'initialState'>) {
+  const stored = await store.readStream(streamId);
+  return { state: foldStream(stored, decider.evolve as (s: S, e: E) => S, decider.initialState()), events: stored };
+}

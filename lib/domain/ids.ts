@@ -1,0 +1,27 @@
+/** Identifier formats (DESIGN §3). Pure: generation is an input (ports/clock.ts). */
+
+export const IMPORT_JOB_PREFIX = 'project-media-import-';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export const isUuid = (s: string): boolean => UUID.test(s);
+export const importJobId = (uuid: string): string => `${IMPORT_JOB_PREFIX}${uuid}`;
+
+/** A job id we could have issued: an import id or a bare UUID. Anything else cannot exist. */
+export const isJobId = (s: string): boolean =>
+  isUuid(s) || (s.startsWith(IMPORT_JOB_PREFIX) && isUuid(s.slice(IMPORT_JOB_PREFIX.length)));
+
+/** Composition short id: the first 5 hex characters of its UUID. */
+export const shortIdOf = (compositionId: string): string => compositionId.replace(/-/g, '').slice(0, 5).toLowerCase();
+
+export const streams = {
+  job: (jobId: string) => `job-${jobId}`,
+  project: (projectId: string) => `project-${projectId}`,
+  drive: (driveId: string) => `drive-${driveId}`,
+  token: (tokenHash: string) => `token-${tokenHash}`,
+} as const;
+
+/** The category of a stream id: the part before the first dash. */
+export const streamCategory = (streamId: string): string => streamId.slice(0, streamId.indexOf('-'));
+
+export const projectUrl = (webUrl: string, projectId: string, shortId?: string): string =>
+  `${webUrl.replace(/\/+$/, '')}/${projectId}${shortId ? `/${shortId}` : ''}`;

@@ -1,0 +1,61 @@
+/**
+ * EventStore: the only source of truth. Streams of events with optimistic concurrency,
+ * plus a global, totally ordered `$all` that the relay and the embedded log read.
+ */
+
+/** An event as a command handler produces it, before it is stored. */
+export interface NewEvent {
+  readonly id: string;
+  readonly type: string;
+  readonly data: Record<string, unknown>;
+  readonly metadata: EventMetadata;
+}
+
+/** Metadata every event carries. `partition_key` keeps a project's events ordered in the log. */
+export interface EventMetadata {
+  readonly partition_key: string;
+  readonly correlation_id?: string;
+  readonly causation_id?: string;
+  readonly [key: string]: unknown;
+}
+
+/**
+ * Global position in `$all`. Opaque to callers: compare only through the adapter that made it.
+ * The embedded store uses the decimal row number; EventStoreDB uses "commit/prepare".
+ */
+export type Position = string;
+
+/** An event as read back from the store. `revision` is its 0-based index in its stream. */
+export interface StoredEvent extends NewEvent {
+  readonly streamId: string;
+  readonly revision: number;
+  readonly position: Position;
+  readonly createdAt: string;
+}
+
+/** `no_stream`: the stream must not exist; a number: the revision of the stream's last event; `any`: no check. */
+export type ExpectedRevision = 'no_stream' | 'any' | number;
+
+export type AppendResult =
+  | { readonly ok: true; readonly nextRevision: number; readonly position: Position }
+  | { readonly ok: false; readonly conflict: { readonly expected: ExpectedRevision; readonly actual: number | 'no_stream' } };
+
+export interface Subscription {
+  /** Stops delivering and resolves once the handler in flight (if any) has finished. */
+  close(): Promise<void>;
+}
+
+export interface EventStore {
+  /** Appends atomically, or reports a conflict (a typed outcome, never a thrown error). */
+  append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
+  /** All events of a stream in order; `[]` when the stream does not exist. */
+  readStream(streamId: string): Promise<StoredEvent[]>;
+  /** Up to `limit` events of `$all` strictly after `after` (`null`: from the beginning). */
+  readAll(after: Position | null, limit: number): Promise<StoredEvent[]>;
+  /**
+   * Follows `$all` strictly after `after`, live: events appended later, also by other
+   * processes, are delivered in order. The handler is awaited before the next event.
+   */
+  subscribeAll(after: Position | null, handler: (event: StoredEvent) => Promise<void>): Subscription;
+  close(): Promise<void>;
+}
