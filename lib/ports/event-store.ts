@@ -54,7 +54,8 @@ export interface EventStore {
   readAll(after: Position | null, limit: number): Promise<StoredEvent[]>;
   /**
    * Follows `$all` strictly after `after`, live: events appended later, also by other
-   * processes, are delivered in order. The handler is awaited before the next event.
+   * processes, are delivered in order. The handler is awaited before the next event; it must
+   * handle its own failures (a handler that throws ends the subscription).
    */
   subscribeAll(after: Position | null, handler: (event: StoredEvent) => Promise<void>): Subscription;
   close(): Promise<void>;
