@@ -51,7 +51,7 @@ export async function handleCommand<C, E extends { type: string; data: object },
 }
 
 /** Reads and folds a stream without deciding anything. */
-export async function loadState<E, S>(store: EventStore, streamId: string, decider: Pick<Decider<unknown, E & { type: string; data: object }, S>, 'evolve' | 'initialState'>) {
-  const stored = await store.readStream(streamId);
-  return { state: foldStream(stored, decider.evolve as (s: S, e: E) => S, decider.initialState()), events: stored };
+export async function loadState<E, S>(store: EventStore, streamId: string, fold: { evolve: (s: S, e: E) => S; initialState: () => S }) {
+  const events = await store.readStream(streamId);
+  return { state: foldStream(events, fold.evolve, fold.initialState()), events };
 }

@@ -1,0 +1,91 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { createDrive, createToken, revokeToken, updateDrive, type AdminDeps } from '../lib/app/admin';
+import { AppError } from '../lib/domain/errors';
+import type { AccessLevel, DriveUpdated } from '../lib/domain/tenancy';
+import { ConfigError, loadConfig } from '../lib/config';
+import { openEventStore } from '../lib/adapters/from-config';
+import { randomIds, systemClock } from '../lib/adapters/system/clock';
+
+/** `npm run admin -- <command>`: operator commands against the configured event store. Prints JSON. */
+
+const LEVELS: AccessLevel[] = ['public', 'unlisted', 'drive', 'private'];
+
+const wholeNumber = (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a whole number ≥ 0');
+  return n;
+};
+const uuid = (value: string) => {
+  if (!/^[0-9a-f-]{36}$/i.test(value)) throw new InvalidArgumentError('expected a UUID');
+  return value;
+};
+const levels = (value: string) => {
+  const list = value.split(',').map((s) => s.trim()) as AccessLevel[];
+  const bad = list.find((l) => !LEVELS.includes(l));
+  if (bad) throw new InvalidArgumentError(`"${bad}" is not one of ${LEVELS.join(', ')}`);
+  return list;
+};
+
+async function run(action: (deps: AdminDeps) => Promise<unknown>) {
+  const config = loadConfig();
+  const store = openEventStore(config);
+  try {
+    process.stdout.write(`${JSON.stringify(await action({ store, clock: systemClock, ids: randomIds }), null, 2)}\n`);
+  } finally {
+    await store.close();
+  }
+}
+
+const program = new Command('admin').description('Operate drives and API tokens').showHelpAfterError();
+const drive = program.command('drive').description('drives (workspaces)');
+drive
+  .command('create')
+  .requiredOption('--name <name>', 'drive name')
+  .option('--partner', 'grant partner access', false)
+  .option('--credits <n>', 'AI credits', wholeNumber)
+  .option('--media-seconds <n>', 'media seconds balance (default unlimited)', wholeNumber)
+  .action((o) => run((deps) => createDrive(deps, { name: o.name, partner: o.partner, credits: o.credits, mediaSeconds: o.mediaSeconds })));
+drive
+  .command('update')
+  .requiredOption('--drive <id>', 'drive id', uuid)
+  .option('--name <name>', 'new name')
+  .option('--partner', 'grant partner access')
+  .option('--no-partner', 'remove partner access')
+  .option('--agent-disabled', 'disable agent usage')
+  .option('--no-agent-disabled', 'enable agent usage')
+  .option('--allowed-access-levels <list>', `publish access levels allowed (${LEVELS.join(',')})`, levels)
+  .addOption(new Option('--default-access-level <level>', 'default publish access level').choices(LEVELS))
+  .option('--host-allow-list <hosts>', 'comma-separated hosts partner URIs may come from', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
+  .option('--credits <n>', 'AI credits balance', wholeNumber)
+  .option('--media-seconds <n>', 'media seconds balance', wholeNumber)
+  .action((o) => {
+    const changes: Record<string, unknown> = {
+      name: o.name,
+      partner: o.partner,
+      agent_disabled: o.agentDisabled,
+      allowed_access_levels: o.allowedAccessLevels,
+      default_access_level: o.defaultAccessLevel,
+      host_allow_list: o.hostAllowList,
+      ai_credits: o.credits,
+      media_seconds: o.mediaSeconds,
+    };
+    for (const k of Object.keys(changes)) if (changes[k] === undefined) delete changes[k];
+    return run((deps) => updateDrive(deps, o.drive, changes as DriveUpdated['data']['changes']));
+  });
+const token = program.command('token').description('API tokens');
+token
+  .command('create')
+  .requiredOption('--drive <id>', 'drive id', uuid)
+  .option('--name <name>', 'token name')
+  .option('--user <id>', 'user the token acts for (default: a new user)', uuid)
+  .action((o) => run((deps) => createToken(deps, { driveId: o.drive, name: o.name, userId: o.user })));
+token
+  .command('revoke')
+  .requiredOption('--token-id <id>', 'token id (the part after mps_)')
+  .action((o) => run((deps) => revokeToken(deps, o.tokenId)));
+
+program.parseAsync().catch((err) => {
+  const message = err instanceof AppError || err instanceof ConfigError ? err.message : String(err?.stack ?? err);
+  process.stderr.write(`error: ${message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,91 @@
+import { EventStoreDBClient } from '@eventstore/db-client';
+import { Kafka, logLevel } from 'kafkajs';
+import { MongoClient } from 'mongodb';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { RateLimiterMemory, RateLimiterMongo, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { Config } from '../config';
+import { EVENT_SCHEMA_DIR } from '../paths';
+import type { EventLog, LogProducer } from '../ports/event-log';
+import type { EventStore } from '../ports/event-store';
+import type { ReadStore } from '../ports/read-store';
+import { createEmbeddedEventLog } from './embedded/event-log';
+import { createSqliteEventStore, type SqliteEventStore } from './embedded/event-store';
+import { createSqliteReadStore } from './embedded/read-store';
+import { createEsdbEventStore } from './eventstoredb/event-store';
+import { createFfprobeProber } from './ffmpeg/prober';
+import { resolveFfmpegPaths } from './ffmpeg/binaries';
+import { createOutboundFetcher } from './http/outbound-fetcher';
+import { createAvroCodec } from './kafka/avro-codec';
+import { createKafkaEventLog, createKafkaProducer, ensureTopic } from './kafka/event-log';
+import { createLocalBlobStore } from './local/blob-store';
+import { createMongoReadStore } from './mongodb/read-store';
+
+/**
+ * Builds adapters from configuration: embedded when a server is not configured, distributed when
+ * it is. Composition roots (services' main.ts, bin/) pick the pieces they need; each returned
+ * resource is closed by whoever opened it.
+ */
+
+export function openEventStore(config: Config): EventStore | SqliteEventStore {
+  if (config.esdbUrl) return createEsdbEventStore(EventStoreDBClient.connectionString(config.esdbUrl));
+  mkdirSync(config.dataDir, { recursive: true });
+  return createSqliteEventStore({ path: join(config.dataDir, 'events.sqlite') });
+}
+
+const isSqlite = (store: EventStore): store is SqliteEventStore => 'loadCheckpoint' in store;
+
+export function kafkaClient(config: Config, logger: Logger): Kafka {
+  const k = config.kafka!;
+  return new Kafka({
+    clientId: 'media-project-service',
+    brokers: k.brokers,
+    logLevel: logLevel.WARN,
+    logCreator: () => (entry) => logger.child({ component: 'kafkajs' }).warn({ kafka: entry.log }, entry.log.message),
+  });
+}
+
+/** The log consumers read: Kafka when configured, else the embedded store's `$all`. */
+export async function openEventLog(config: Config, store: EventStore, logger: Logger): Promise<EventLog> {
+  if (config.kafka) {
+    const kafka = kafkaClient(config, logger);
+    await ensureTopic(kafka, config.kafka.topic, config.kafka.partitions);
+    return createKafkaEventLog({ kafka, topic: config.kafka.topic, codec: createAvroCodec({ schemaDir: EVENT_SCHEMA_DIR }), logger });
+  }
+  if (!isSqlite(store)) throw new Error('invalid configuration: KAFKA_BROKERS: required when ESDB_URL is set');
+  return createEmbeddedEventLog({ store, logger });
+}
+
+export async function openLogProducer(config: Config, logger: Logger): Promise<LogProducer> {
+  const kafka = kafkaClient(config, logger);
+  await ensureTopic(kafka, config.kafka!.topic, config.kafka!.partitions);
+  return createKafkaProducer({ kafka, topic: config.kafka!.topic, codec: createAvroCodec({ schemaDir: EVENT_SCHEMA_DIR }), logger });
+}
+
+export type ReadSide = { read: ReadStore; mongo?: MongoClient; close(): Promise<void> };
+
+export async function openReadStore(config: Config): Promise<ReadSide> {
+  if (config.mongoUrl) {
+    const mongo = await MongoClient.connect(config.mongoUrl);
+    const read = createMongoReadStore(mongo.db());
+    return { read, mongo, close: () => mongo.close() };
+  }
+  mkdirSync(config.dataDir, { recursive: true });
+  const read = createSqliteReadStore({ path: join(config.dataDir, 'read.sqlite') });
+  return { read, close: () => read.close() };
+}
+
+export function openRateLimiter(config: Config, mongo?: MongoClient): RateLimiterAbstract {
+  const options = { points: config.rateLimitPerMinute, duration: 60, keyPrefix: 'api' };
+  return mongo ? new RateLimiterMongo({ ...options, storeClient: mongo }) : new RateLimiterMemory(options);
+}
+
+export function openMedia(config: Config) {
+  const { ffprobe } = resolveFfmpegPaths();
+  return {
+    blobs: createLocalBlobStore({ root: join(config.dataDir, 'blobs'), maxBytes: config.mediaMaxBytes }),
+    prober: createFfprobeProber({ ffprobePath: ffprobe }),
+    fetcher: createOutboundFetcher({ allowlist: config.outboundAllowlist, userAgent: 'Servicebot/1.0' }),
+  };
+}

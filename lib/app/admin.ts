@@ -1,0 +1,79 @@
+import { AppError } from '../domain/errors';
+import { streams } from '../domain/ids';
+import { DEFAULT_SETTINGS, type DriveSettings, type DriveUpdated } from '../domain/tenancy';
+import type { Clock, Ids } from '../ports/clock';
+import type { EventStore } from '../ports/event-store';
+import { handleCommand, loadState } from './command-handler';
+import { driveDecider, tokenDecider } from './tenancy';
+import { generateToken, generateWebhookSecret } from './tokens';
+
+/** Operator use cases behind `npm run admin` (DESIGN §6). They write to the event store only. */
+
+export type AdminDeps = { store: EventStore; clock: Clock; ids: Ids };
+
+const meta = (driveId: string) => ({ partition_key: driveId, drive_id: driveId, actor: 'admin-cli' });
+
+export async function createDrive(deps: AdminDeps, input: { name: string; partner?: boolean; credits?: number; mediaSeconds?: number | null }) {
+  const driveId = deps.ids.uuid();
+  const webhookSecret = generateWebhookSecret();
+  const settings: DriveSettings = {
+    ...DEFAULT_SETTINGS,
+    partner: input.partner ?? false,
+    ai_credits: input.credits ?? DEFAULT_SETTINGS.ai_credits,
+    media_seconds: input.mediaSeconds ?? DEFAULT_SETTINGS.media_seconds,
+  };
+  await handleCommand(
+    deps.store,
+    streams.drive(driveId),
+    driveDecider,
+    { type: 'CreateDrive', drive: { drive_id: driveId, name: input.name, webhook_secret: webhookSecret, settings }, now: deps.clock.now().toISOString() },
+    { newId: deps.ids.uuid, metadata: meta(driveId) },
+  );
+  const { token } = await createToken(deps, { driveId, name: 'default' });
+  return { drive_id: driveId, drive_name: input.name, token, webhook_secret: webhookSecret };
+}
+
+/** A new token for a drive; without `userId` it is a new user's (the token's creator). */
+export async function createToken(deps: AdminDeps, input: { driveId: string; name?: string; userId?: string }) {
+  const { state } = await loadState(deps.store, streams.drive(input.driveId), driveDecider);
+  if (!state.exists) throw new AppError('not_found', `drive ${input.driveId} does not exist`);
+  const { tokenId, token, secretHash } = generateToken();
+  const userId = input.userId ?? deps.ids.uuid();
+  await handleCommand(
+    deps.store,
+    streams.token(tokenId),
+    tokenDecider,
+    {
+      type: 'CreateToken',
+      token: { token_id: tokenId, secret_hash: secretHash, drive_id: input.driveId, user_id: userId, name: input.name ?? 'api token' },
+      now: deps.clock.now().toISOString(),
+    },
+    { newId: deps.ids.uuid, metadata: meta(input.driveId) },
+  );
+  return { token_id: tokenId, token, drive_id: input.driveId, user_id: userId };
+}
+
+export async function revokeToken(deps: AdminDeps, tokenId: string) {
+  const { state } = await loadState(deps.store, streams.token(tokenId), tokenDecider);
+  if (!state.exists) throw new AppError('not_found', `token ${tokenId} does not exist`);
+  await handleCommand(
+    deps.store,
+    streams.token(tokenId),
+    tokenDecider,
+    { type: 'RevokeToken', now: deps.clock.now().toISOString() },
+    { newId: deps.ids.uuid, metadata: meta(state.token.drive_id) },
+  );
+  return { token_id: tokenId, revoked: true };
+}
+
+export async function updateDrive(deps: AdminDeps, driveId: string, changes: DriveUpdated['data']['changes']) {
+  const result = await handleCommand(
+    deps.store,
+    streams.drive(driveId),
+    driveDecider,
+    { type: 'UpdateDrive', changes, now: deps.clock.now().toISOString() },
+    { newId: deps.ids.uuid, metadata: meta(driveId) },
+  );
+  if (!result.state.exists) throw new AppError('not_found', `drive ${driveId} does not exist`);
+  return { drive_id: driveId, drive_name: result.state.name, settings: result.state.settings };
+}

@@ -1,0 +1,101 @@
+import { cleanEnv, makeValidator, port, str, url } from 'envalid';
+
+/**
+ * Configuration from the environment (DESIGN §5). A malformed or unknown value stops start-up
+ * with a message that names the variable; nothing downstream reads `process.env` directly.
+ */
+
+const DURATION = /^(\d+)(ms|s|m|h|d)?$/;
+const UNIT_SECONDS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400 };
+
+/** "90", "90s", "15m", "1h", "3d" → seconds. */
+export function parseDurationSeconds(input: string): number {
+  const m = DURATION.exec(input.trim());
+  if (!m) throw new Error(`"${input}" is not a duration (examples: 90, 90s, 15m, 1h, 3d)`);
+  return Number(m[1]) * UNIT_SECONDS[m[2] ?? 's'];
+}
+
+const duration = makeValidator<number>((input) => parseDurationSeconds(input));
+const durationList = makeValidator<number[]>((input) => input.split(',').map((part) => parseDurationSeconds(part)));
+const positiveInt = makeValidator<number>((input) => {
+  const n = Number(input);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`"${input}" is not a positive whole number`);
+  return n;
+});
+const list = makeValidator<string[]>((input) =>
+  input
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+);
+
+export type Config = ReturnType<typeof loadConfig>;
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
+  const raw = cleanEnv(
+    env,
+    {
+      PORT: port({ default: 8080 }),
+      DATA_DIR: str({ default: './data' }),
+      BASE_URL: url({ default: undefined }),
+      WEB_URL: url({ default: undefined }),
+      ESDB_URL: str({ default: undefined }),
+      KAFKA_BROKERS: list({ default: undefined }),
+      KAFKA_TOPIC: str({ default: 'media-project-events' }),
+      KAFKA_PARTITIONS: positiveInt({ default: 12 }),
+      MONGO_URL: url({ default: undefined }),
+      TRANSCRIBER: str({ choices: ['openai', 'pocketsphinx', 'none'], default: 'none' }),
+      TRANSCRIBER_URL: url({ default: undefined }),
+      TRANSCRIBER_API_KEY: str({ default: undefined }),
+      AGENT_LLM_URL: url({ default: undefined }),
+      AGENT_LLM_API_KEY: str({ default: undefined }),
+      AGENT_MODELS_FILE: str({ default: undefined }),
+      OUTBOUND_ALLOWLIST: list({ default: [] }),
+      SIGNING_SECRET: str({ default: undefined }),
+      DOWNLOAD_URL_TTL: duration({ default: 3600 }),
+      RATE_LIMIT_PER_MINUTE: positiveInt({ default: 600 }),
+      WEBHOOK_RETRY_SCHEDULE: durationList({ default: undefined }),
+      LOG_LEVEL: str({ choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' }),
+      MAX_REQUEST_BYTES: positiveInt({ default: 1024 * 1024 }),
+      MEDIA_MAX_BYTES: positiveInt({ default: 2 * 1024 ** 3 }),
+      MEDIA_DOWNLOAD_TIMEOUT: duration({ default: 1800 }),
+      PROCESSOR_CONCURRENCY: positiveInt({ default: 4 }),
+    },
+    {
+      reporter: ({ errors }) => {
+        const entries = Object.entries(errors);
+        if (entries.length === 0) return;
+        throw new ConfigError(
+          `invalid configuration: ${entries.map(([name, err]) => `${name}: ${(err as Error).message || 'missing or malformed'}`).join('; ')}`,
+        );
+      },
+    },
+  );
+  if (raw.TRANSCRIBER === 'openai' && !raw.TRANSCRIBER_URL) {
+    throw new ConfigError('invalid configuration: TRANSCRIBER_URL: required when TRANSCRIBER=openai');
+  }
+  const port_ = raw.PORT;
+  return {
+    port: port_,
+    dataDir: raw.DATA_DIR,
+    baseUrl: (raw.BASE_URL ?? `http://localhost:${port_}/v1`).replace(/\/+$/, ''),
+    webUrl: (raw.WEB_URL ?? `http://localhost:${port_}`).replace(/\/+$/, ''),
+    esdbUrl: raw.ESDB_URL,
+    kafka: raw.KAFKA_BROKERS ? { brokers: raw.KAFKA_BROKERS, topic: raw.KAFKA_TOPIC, partitions: raw.KAFKA_PARTITIONS } : undefined,
+    mongoUrl: raw.MONGO_URL,
+    transcriber: { kind: raw.TRANSCRIBER, url: raw.TRANSCRIBER_URL, apiKey: raw.TRANSCRIBER_API_KEY },
+    agent: { llmUrl: raw.AGENT_LLM_URL, llmApiKey: raw.AGENT_LLM_API_KEY, modelsFile: raw.AGENT_MODELS_FILE },
+    outboundAllowlist: raw.OUTBOUND_ALLOWLIST,
+    signingSecret: raw.SIGNING_SECRET,
+    downloadUrlTtlSeconds: raw.DOWNLOAD_URL_TTL,
+    rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE,
+    webhookRetryScheduleSeconds: raw.WEBHOOK_RETRY_SCHEDULE,
+    logLevel: raw.LOG_LEVEL,
+    maxRequestBytes: raw.MAX_REQUEST_BYTES,
+    mediaMaxBytes: raw.MEDIA_MAX_BYTES,
+    mediaDownloadTimeoutSeconds: raw.MEDIA_DOWNLOAD_TIMEOUT,
+    processorConcurrency: raw.PROCESSOR_CONCURRENCY,
+  };
+}

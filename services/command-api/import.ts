@@ -1,0 +1,106 @@
+import { handleCommand, loadState } from '../../lib/app/command-handler';
+import { jobDecider, projectDecider } from '../../lib/app/deciders';
+import type { Principal } from '../../lib/app/tenancy';
+import { AppError, forbidden, invalidInput, notFound } from '../../lib/domain/errors';
+import { importJobId, projectUrl, streams } from '../../lib/domain/ids';
+import type { Clock, Ids } from '../../lib/ports/clock';
+import type { EventStore } from '../../lib/ports/event-store';
+import { planImport, type ImportRequest } from '../../lib/app/import-plan';
+
+/** POST /jobs/import/project_media: check the request against the project, then queue the job. */
+
+export type { ImportRequest };
+
+export type ImportDeps = { store: EventStore; clock: Clock; ids: Ids; webUrl: string };
+
+export async function acceptImport(deps: ImportDeps, who: Principal, body: ImportRequest, requestId: string) {
+  if (body.project_id && body.project_name) throw invalidInput('project_name and project_id are mutually exclusive');
+  if (!body.project_id && !body.project_name) throw invalidInput('project_name or project_id is required');
+  if (body.project_id && (body.folder_name || body.team_access)) {
+    throw invalidInput(`${body.folder_name ? 'folder_name' : 'team_access'} applies only when creating a project (with project_name)`);
+  }
+  const addMedia = body.add_media ?? {};
+  if (Object.keys(addMedia).length === 0 && (body.add_compositions ?? []).length === 0) {
+    throw invalidInput('add_media is required: give at least one media item');
+  }
+
+  const existing = body.project_id ? await loadExistingProject(deps, who, body.project_id) : new Set<string>();
+  const plan = planImport(body, existing);
+
+  const now = deps.clock.now().toISOString();
+  const jobId = importJobId(deps.ids.uuid());
+  const projectId = body.project_id ?? deps.ids.uuid();
+  const metadata = { partition_key: projectId, correlation_id: requestId, drive_id: who.driveId, user_id: who.userId };
+  const newId = () => deps.ids.uuid();
+
+  if (!body.project_id) {
+    // The project first: a crash between the two appends leaves an empty project, never a job
+    // whose project is missing.
+    await handleCommand(
+      deps.store,
+      streams.project(projectId),
+      projectDecider,
+      {
+        type: 'CreateProject',
+        project: {
+          project_id: projectId,
+          drive_id: who.driveId,
+          name: body.project_name!,
+          folder_path: body.folder_name ?? null,
+          team_access: body.team_access ?? 'none',
+          created_by: who.userId,
+          job_id: jobId,
+        },
+        now,
+      },
+      { newId, metadata },
+    );
+  }
+  const url = projectUrl(deps.webUrl, projectId);
+  await handleCommand(
+    deps.store,
+    streams.job(jobId),
+    jobDecider,
+    {
+      type: 'QueueJob',
+      job: {
+        job_id: jobId,
+        job_type: 'import/project_media',
+        drive_id: who.driveId,
+        project_id: projectId,
+        project_url: url,
+        created_by: who.userId,
+        callback_url: body.callback_url ?? null,
+        request: plan as unknown as Record<string, unknown>,
+      },
+      now,
+    },
+    { newId, metadata },
+  );
+  return { job_id: jobId, drive_id: who.driveId, project_id: projectId, project_url: url };
+}
+
+async function loadExistingProject(deps: ImportDeps, who: Principal, projectId: string): Promise<Set<string>> {
+  const { state } = await loadState(deps.store, streams.project(projectId), projectDecider);
+  if (!state.exists) throw notFound(`project ${projectId} does not exist`);
+  if (state.project.drive_id !== who.driveId) throw forbidden(`project ${projectId} belongs to another drive`);
+  return new Set(Object.keys(state.media));
+}
+
+export async function cancelJob(deps: ImportDeps, who: Principal, jobId: string, requestId: string): Promise<void> {
+  const { state } = await loadState(deps.store, streams.job(jobId), jobDecider);
+  if (state.status === 'none') throw notFound(`job ${jobId} does not exist`);
+  if (state.job.drive_id !== who.driveId) throw forbidden(`job ${jobId} belongs to another drive`);
+  const metadata = { partition_key: state.job.project_id, correlation_id: requestId, drive_id: who.driveId, user_id: who.userId };
+  const result = await handleCommand(
+    deps.store,
+    streams.job(jobId),
+    jobDecider,
+    { type: 'CancelJob', now: deps.clock.now().toISOString() },
+    {
+      newId: () => deps.ids.uuid(),
+      metadata,
+    },
+  );
+  if (result.events.length === 0) throw new AppError('internal_error', 'cancel produced no event');
+}

@@ -1,0 +1,240 @@
+import { Transform } from 'node:stream';
+import { v5 as uuidv5 } from 'uuid';
+import { handleCommand, loadState } from '../../lib/app/command-handler';
+import { projectDecider } from '../../lib/app/deciders';
+import { AppError } from '../../lib/domain/errors';
+import { projectUrl, streams } from '../../lib/domain/ids';
+import type { MediaFile, ProjectState } from '../../lib/domain/project';
+import type { BlobStore } from '../../lib/ports/blob-store';
+import type { Clock, Ids } from '../../lib/ports/clock';
+import type { EventStore } from '../../lib/ports/event-store';
+import type { MediaProber } from '../../lib/ports/media';
+import type { OutboundFetcher } from '../../lib/ports/outbound';
+import type { ImportPlan } from '../../lib/app/import-plan';
+import type { JobContext, WorkOutcome } from './job-runner';
+
+/** The work of an import job: fetch, probe and store each URL, then sequences, then compositions. */
+
+export type ImportWorkDeps = {
+  store: EventStore;
+  blobs: BlobStore;
+  prober: MediaProber;
+  fetcher: OutboundFetcher;
+  clock: Clock;
+  ids: Ids;
+  webUrl: string;
+  mediaMaxBytes: number;
+  downloadTimeoutMs: number;
+};
+
+type MediaStatus = { status: 'success'; duration_seconds: number } | { status: 'failed'; error_message: string };
+
+const COMPOSITION_NAMESPACE = '5b0f2f55-6c1e-4f0e-9a43-0e4b1c2d7a10';
+const USER_AGENT = 'Servicebot/1.0';
+
+export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promise<WorkOutcome> {
+  const { job, signal } = ctx;
+  const plan = job.request as unknown as ImportPlan;
+  const projectStream = streams.project(job.project_id);
+  const metadata = { partition_key: job.project_id, drive_id: job.drive_id, causation_id: job.job_id };
+  const project = (c: Parameters<typeof projectDecider.decide>[0]) =>
+    handleCommand(deps.store, projectStream, projectDecider, c, { newId: deps.ids.uuid, metadata });
+  const now = () => deps.clock.now().toISOString();
+
+  const { state: before } = await loadState(deps.store, projectStream, projectDecider);
+  if (!before.exists) {
+    return { result: { status: 'error', error_code: 'not_found', error_message: 'the project no longer exists' }, projectUrl: null };
+  }
+  const mediaStatus: Record<string, MediaStatus> = {};
+  const urlRefs = Object.entries(plan.media).filter((e): e is [string, { url: string; language: string | null }] => 'url' in e[1]);
+  let secondsUsed = 0;
+
+  for (const [index, [ref, item]] of urlRefs.entries()) {
+    const done = before.media[ref]?.job_id === job.job_id ? before.media[ref] : undefined; // imported by an earlier attempt
+    const report = (fraction: number) => ctx.progress(`importing ${ref}`, ((index + fraction) / urlRefs.length) * 90);
+    await report(0);
+    const outcome: Omit<MediaFile, 'imported_at'> | { error_message: string } =
+      done ?? (await importOne(deps, ctx, ref, item, report).catch((err: unknown) => failure(err, signal)));
+    if ('error_message' in outcome) {
+      mediaStatus[ref] = { status: 'failed', error_message: outcome.error_message };
+      ctx.log.warn({ ref, reason: outcome.error_message }, 'media file failed');
+      continue;
+    }
+    if (!done) {
+      const added = await project({ type: 'AddMedia', file: { ...outcome, project_id: job.project_id }, now: now() }).catch(
+        (err: unknown) => refusal(err),
+      );
+      if ('error_message' in added) {
+        await deps.blobs.delete(outcome.blob_key!).catch(() => undefined);
+        mediaStatus[ref] = { status: 'failed', error_message: added.error_message };
+        continue;
+      }
+    }
+    const seconds = outcome.duration_seconds ?? 0;
+    secondsUsed += seconds;
+    mediaStatus[ref] = { status: 'success', duration_seconds: seconds };
+    ctx.log.info({ ref, seconds, bytes: outcome.size_bytes }, 'media file imported');
+  }
+
+  await ctx.progress('assembling', 95);
+  let state = (await loadState(deps.store, projectStream, projectDecider)).state;
+  for (const [ref, item] of Object.entries(plan.media)) {
+    if (!('tracks' in item)) continue;
+    const sequence = sequenceFile(state, ref, item.tracks, job.job_id);
+    if ('error_message' in sequence) {
+      mediaStatus[ref] = { status: 'failed', error_message: sequence.error_message };
+      continue;
+    }
+    state = (await project({ type: 'AddMedia', file: sequence, now: now() })).state;
+    mediaStatus[ref] = { status: 'success', duration_seconds: sequence.duration_seconds ?? 0 };
+  }
+
+  const created: { id: string; name: string; short_id: string }[] = [];
+  for (const [i, c] of plan.compositions.entries()) {
+    const imported = c.clips.filter((ref) => state.exists && state.media[ref]);
+    if (c.clips.length > 0 && imported.length === 0) continue; // every clip's media failed
+    const origin = `${job.job_id}#${i}`;
+    const candidateIds = Array.from({ length: 16 }, (_, n) => uuidv5(`${origin}#${n}`, COMPOSITION_NAMESPACE));
+    const r = await project({
+      type: 'CreateComposition',
+      origin,
+      name: c.name,
+      clipMedia: imported,
+      width: c.width,
+      height: c.height,
+      candidateIds,
+      now: now(),
+    });
+    state = r.state;
+    const made = state.exists ? state.compositions.find((x) => x.origin === origin) : undefined;
+    if (made) created.push({ id: made.composition_id, name: made.name, short_id: made.short_id });
+  }
+
+  const statuses = Object.values(mediaStatus);
+  const ok = statuses.filter((s) => s.status === 'success').length;
+  const status = ok === statuses.length ? 'success' : ok === 0 ? 'error' : 'partial';
+  const result: Record<string, unknown> = {
+    status,
+    media_status: mediaStatus,
+    media_seconds_used: Math.round(secondsUsed * 1000) / 1000,
+    created_compositions: created.map(({ id, name }) => ({ id, name })),
+  };
+  if (status === 'error')
+    Object.assign(result, { error_code: 'import_failed', error_message: 'no media file could be imported; see media_status' });
+  const url = created[0] ? projectUrl(deps.webUrl, job.project_id, created[0].short_id) : null;
+  return { result, projectUrl: url };
+}
+
+type FileOutcome = Parameters<typeof projectDecider.decide>[0] extends infer C
+  ? C extends { type: 'AddMedia'; file: infer F }
+    ? F
+    : never
+  : never;
+
+async function importOne(
+  deps: ImportWorkDeps,
+  ctx: JobContext,
+  ref: string,
+  item: { url: string; language: string | null },
+  report: (fraction: number) => Promise<void>,
+): Promise<FileOutcome> {
+  const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(deps.downloadTimeoutMs)]);
+  const response = await deps.fetcher.get(item.url, { signal, headers: { 'user-agent': USER_AGENT } });
+  if (response.contentLength !== undefined && response.contentLength > deps.mediaMaxBytes) {
+    response.body.destroy();
+    throw new AppError('invalid_input', `the file is ${response.contentLength} bytes; the limit is ${deps.mediaMaxBytes}`);
+  }
+  const key = `${ctx.job.drive_id}/${ctx.job.project_id}/${deps.ids.uuid()}${extensionOf(item.url)}`;
+  let received = 0;
+  let lastReport = 0;
+  const counter = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      received += chunk.length;
+      if (response.contentLength && received - lastReport > response.contentLength / 20) {
+        lastReport = received;
+        void report(0.8 * (received / response.contentLength!)).catch(() => undefined);
+      }
+      cb(null, chunk);
+    },
+  });
+  const { size } = await deps.blobs.put(key, response.body.pipe(counter), { signal });
+  try {
+    await report(0.85);
+    const probe = await deps.prober.probe(deps.blobs.localPath(key), { signal });
+    if (probe.type === 'other') throw new AppError('invalid_input', 'the file has no audio, video or image stream');
+    return {
+      project_id: ctx.job.project_id,
+      ref,
+      media_type: probe.type,
+      duration_seconds: probe.type === 'image' ? null : (probe.durationSeconds ?? 0),
+      blob_key: key,
+      size_bytes: size,
+      has_audio: probe.hasAudio,
+      has_video: probe.hasVideo,
+      source_url: item.url,
+      language: item.language,
+      tracks: null,
+      job_id: ctx.job.job_id,
+    };
+  } catch (err) {
+    await deps.blobs.delete(key).catch(() => undefined);
+    throw err;
+  }
+}
+
+function sequenceFile(
+  state: ProjectState,
+  ref: string,
+  tracks: { media: string; offset: number }[],
+  jobId: string,
+): FileOutcome | { error_message: string } {
+  if (!state.exists) return { error_message: 'the project no longer exists' };
+  const files: MediaFile[] = [];
+  for (const t of tracks) {
+    const m = state.media[t.media];
+    if (!m) return { error_message: `track media "${t.media}" did not import` };
+    files.push(m);
+  }
+  const duration = Math.max(...tracks.map((t, i) => t.offset + (files[i].duration_seconds ?? 0)));
+  return {
+    project_id: state.project.project_id,
+    ref,
+    media_type: 'sequence',
+    duration_seconds: Math.round(duration * 1000) / 1000,
+    blob_key: null,
+    size_bytes: null,
+    has_audio: files.some((f) => f.has_audio),
+    has_video: files.some((f) => f.has_video),
+    source_url: null,
+    language: null,
+    tracks,
+    job_id: jobId,
+  };
+}
+
+/**
+ * A failure while fetching, storing or probing one file becomes that file's `error_message`.
+ * Cancellation, shutdown and retriable errors stop the whole attempt instead (the log redelivers).
+ */
+function failure(err: unknown, jobSignal: AbortSignal): { error_message: string } {
+  if (jobSignal.aborted) throw err;
+  if (err instanceof AppError) return err.retriable ? rethrow(err) : { error_message: err.message };
+  const e = err as Error;
+  if (e?.name === 'TimeoutError') return { error_message: 'the download took too long and was stopped' };
+  return { error_message: e?.message || 'import failed' };
+}
+
+/** A domain refusal (the reference was taken meanwhile) fails the file; anything else is retried. */
+function refusal(err: unknown): { error_message: string } {
+  if (err instanceof AppError && !err.retriable) return { error_message: err.message };
+  throw err;
+}
+
+function rethrow(err: unknown): never {
+  throw err;
+}
+
+const extensionOf = (url: string): string => {
+  const m = /\.([A-Za-z0-9]{1,5})$/.exec(new URL(url).pathname);
+  return m ? `.${m[1].toLowerCase()}` : '';
+};

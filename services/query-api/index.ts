@@ -1,0 +1,23 @@
+import type { EventLog } from '../../lib/ports/event-log';
+import { listen } from '../../lib/http/listen';
+import { createApp, type QueryApiDeps } from './app';
+import { startProjector } from './projector';
+
+export { createApp };
+export type { QueryApiDeps };
+
+/**
+ * Starts the query API on `port` and, beside it, the projector that keeps its read models
+ * current (replicas share the work through the `projections` consumer group).
+ */
+export async function start(deps: QueryApiDeps & { port: number; log: EventLog }) {
+  const projector = await startProjector(deps);
+  const http = await listen(createApp(deps), deps.port);
+  deps.logger.info({ port: deps.port }, 'query-api listening');
+  return {
+    async stop() {
+      await http.close();
+      await projector.close();
+    },
+  };
+}

@@ -1,0 +1,63 @@
+import type { JobEvent } from '../../lib/domain/job';
+import { assertNever } from '../../lib/domain/errors';
+import type { StoredEvent } from '../../lib/ports/event-store';
+import type { Doc } from '../../lib/ports/read-store';
+
+/** The `jobs` read model: one document per job, shaped as the Job resource (plus `_id`, `_rev`). */
+
+export const JOBS = 'jobs';
+export const JOB_INDEXES = [
+  ['drive_id', 'created_at'],
+  ['drive_id', 'project_id', 'created_at'],
+  ['drive_id', 'job_type', 'created_at'],
+];
+
+export function evolveJobDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
+  const event = { type: stored.type, data: stored.data } as JobEvent;
+  switch (event.type) {
+    case 'JobQueued': {
+      const d = event.data;
+      return {
+        _id: d.job_id,
+        _rev: stored.revision,
+        job_id: d.job_id,
+        job_type: d.job_type,
+        job_state: 'queued',
+        created_at: d.created_at,
+        drive_id: d.drive_id,
+        project_id: d.project_id,
+        project_url: d.project_url,
+      };
+    }
+    case 'JobStarted':
+      if (!doc) return null;
+      return { ...doc, job_state: 'running', progress: { label: 'starting', percent: 0, last_update_at: event.data.started_at } };
+    case 'JobProgressed':
+      if (!doc || doc.job_state !== 'running') return doc;
+      return { ...doc, progress: { label: event.data.label, percent: event.data.percent, last_update_at: event.data.at } };
+    case 'JobStopped': {
+      if (!doc) return null;
+      const { progress: _p, ...rest } = doc;
+      return {
+        ...rest,
+        job_state: 'stopped',
+        stopped_at: event.data.stopped_at,
+        result: event.data.result,
+        project_url: event.data.project_url ?? doc.project_url,
+      } as Doc;
+    }
+    case 'JobCancelled': {
+      if (!doc) return null;
+      const { progress: _p, ...rest } = doc;
+      return { ...rest, job_state: 'cancelled', stopped_at: event.data.stopped_at } as Doc;
+    }
+    default:
+      return assertNever(event);
+  }
+}
+
+/** The Job resource as the API returns it (and the webhook will POST it). */
+export function renderJob(doc: Doc): Record<string, unknown> {
+  const { _id, _rev, ...job } = doc;
+  return job;
+}

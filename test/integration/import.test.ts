@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { makeTestMedia } from '../fixtures/media';
+import { startMediaServer } from '../fixtures/media-server';
+import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
+
+describe('POST /v1/jobs/import/project_media (HTTP, embedded adapters)', function () {
+  this.timeout(60_000);
+  let h: Harness;
+  let media: Awaited<ReturnType<typeof startMediaServer>>;
+
+  before(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'media-'));
+    const [wav, mp4, png] = await Promise.all([makeTestMedia(dir, 'wav', 2), makeTestMedia(dir, 'mp4', 1), makeTestMedia(dir, 'png')]);
+    const text = join(dir, 'notes.txt');
+    require('node:fs').writeFileSync(text, 'just words, not media');
+    media = await startMediaServer({ 'voice.wav': wav, 'clip.mp4': mp4, 'still.png': png, 'notes.txt': text });
+    h = await startHarness();
+  });
+  after(async () => {
+    await h?.close();
+    await media?.close();
+  });
+
+  const importBody = (extra: Record<string, unknown> = {}) => ({
+    project_name: 'Interview',
+    add_media: { 'voice.wav': { url: media.url('file', 'voice.wav') }, 'clip.mp4': { url: media.url('file', 'clip.mp4') } },
+    add_compositions: [{ name: 'Main', clips: [{ media: 'voice.wav' }, { media: 'clip.mp4' }] }],
+    ...extra,
+  });
+
+  it('accepts an import with 201, serves the job at once, and stops it with a success result', async () => {
+    const res = await h.http.post('/v1/jobs/import/project_media').set(h.auth()).send(importBody({ callback_url: 'https://hooks.example.com/x' }));
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.ok(h.schemas.validator('import-response')(res.body), JSON.stringify(h.schemas.validator('import-response').errors));
+    assert.equal(res.body.drive_id, h.drive.drive_id);
+    assert.equal(res.body.project_url, `${WEB_URL}/${res.body.project_id}`);
+
+    const first = await h.http.get(`/v1/jobs/${res.body.job_id}`).set(h.auth());
+    assert.equal(first.status, 200, 'readable the moment the 201 was returned');
+    assert.ok(['queued', 'running', 'stopped'].includes(first.body.job_state));
+
+    const job = await h.waitForJob(res.body.job_id);
+    const validate = h.schemas.validator('job');
+    assert.ok(validate(job), JSON.stringify(validate.errors));
+    assert.equal(job.job_state, 'stopped');
+    assert.equal(job.job_type, 'import/project_media');
+    assert.ok(job.stopped_at);
+    const result = job.result as Record<string, any>;
+    assert.equal(result.status, 'success', JSON.stringify(result));
+    assert.equal(result.media_status['voice.wav'].status, 'success');
+    assert.ok(Math.abs(result.media_status['voice.wav'].duration_seconds - 2) < 0.1);
+    assert.ok(Math.abs(result.media_status['clip.mp4'].duration_seconds - 1) < 0.2);
+    assert.ok(Math.abs(result.media_seconds_used - 3) < 0.3);
+    assert.equal(result.created_compositions.length, 1);
+    assert.equal(result.created_compositions[0].name, 'Main');
+    const compositionId: string = result.created_compositions[0].id;
+    assert.match(compositionId, /^[0-9a-f-]{36}$/);
+    assert.equal(job.project_url, `${WEB_URL}/${res.body.project_id}/${compositionId.replace(/-/g, '').slice(0, 5)}`);
+  });
+
+  it('reports partial when one file fails, with that file failed and its error message', async () => {
+    const res = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth())
+      .send({
+        project_name: 'Mixed',
+        add_media: {
+          'still.png': { url: media.url('file', 'still.png') },
+          'gone.wav': { url: media.missing },
+          'notes.txt': { url: media.url('file', 'notes.txt') },
+        },
+      });
+    assert.equal(res.status, 201);
+    const job = await h.waitForJob(res.body.job_id);
+    const result = job.result as Record<string, any>;
+    assert.equal(result.status, 'partial');
+    assert.equal(result.media_status['still.png'].status, 'success');
+    assert.equal(result.media_status['still.png'].duration_seconds, 0);
+    assert.equal(result.media_status['gone.wav'].status, 'failed');
+    assert.match(result.media_status['gone.wav'].error_message, /404/);
+    assert.equal(result.media_status['notes.txt'].status, 'failed');
+    assert.match(result.media_status['notes.txt'].error_message, /media/);
+  });
+
+  it('stops with status error when no file imports', async () => {
+    const res = await h.http.post('/v1/jobs/import/project_media').set(h.auth()).send({ project_name: 'Broken', add_media: { 'a.wav': { url: media.missing } } });
+    const job = await h.waitForJob(res.body.job_id);
+    const result = job.result as Record<string, any>;
+    assert.equal(result.status, 'error');
+    assert.ok(result.error_message);
+    assert.equal(result.media_seconds_used, 0);
+  });
+});

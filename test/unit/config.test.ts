@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { loadConfig, parseDurationSeconds } from '../../lib/config';
+
+describe('configuration from the environment', () => {
+  it('has working defaults for the embedded mode', () => {
+    const c = loadConfig({});
+    assert.equal(c.port, 8080);
+    assert.equal(c.baseUrl, 'http://localhost:8080/v1');
+    assert.equal(c.webUrl, 'http://localhost:8080');
+    assert.equal(c.kafka, undefined);
+    assert.equal(c.rateLimitPerMinute, 600);
+    assert.equal(c.downloadUrlTtlSeconds, 3600);
+  });
+
+  it('derives BASE_URL and WEB_URL from PORT', () => {
+    const c = loadConfig({ PORT: '9090' });
+    assert.equal(c.baseUrl, 'http://localhost:9090/v1');
+  });
+
+  for (const [name, value] of [
+    ['PORT', 'eighty'],
+    ['RATE_LIMIT_PER_MINUTE', '-3'],
+    ['TRANSCRIBER', 'whisperer'],
+    ['DOWNLOAD_URL_TTL', 'soon'],
+    ['LOG_LEVEL', 'loud'],
+    ['WEB_URL', 'not a url'],
+  ]) {
+    it(`stops with a message naming ${name} when it is ${JSON.stringify(value)}`, () => {
+      assert.throws(() => loadConfig({ [name]: value }), (err: Error) => err.message.includes(name));
+    });
+  }
+
+  it('requires TRANSCRIBER_URL for the openai transcriber', () => {
+    assert.throws(() => loadConfig({ TRANSCRIBER: 'openai' }), /TRANSCRIBER_URL/);
+  });
+
+  it('parses durations with units', () => {
+    assert.equal(parseDurationSeconds('90'), 90);
+    assert.equal(parseDurationSeconds('15m'), 900);
+    assert.equal(parseDurationSeconds('1h'), 3600);
+    assert.equal(parseDurationSeconds('3d'), 259200);
+    assert.throws(() => parseDurationSeconds('1 hour'));
+  });
+
+  it('splits KAFKA_BROKERS and the allow list', () => {
+    const c = loadConfig({ KAFKA_BROKERS: 'a:9092, b:9092', OUTBOUND_ALLOWLIST: '127.0.0.1,10.0.0.0/8' });
+    assert.deepEqual(c.kafka?.brokers, ['a:9092', 'b:9092']);
+    assert.deepEqual(c.outboundAllowlist, ['127.0.0.1', '10.0.0.0/8']);
+  });
+});
