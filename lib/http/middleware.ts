@@ -51,7 +51,9 @@ export const errorHandler = () => async (ctx: Context, next: Next) => {
 function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   // Koa and its body parser throw http-errors with `status` and `expose`.
-  const e = err as { status?: number; expose?: boolean; message?: string; type?: string };
+  const e = err as { status?: number; expose?: boolean; message?: string; type?: string; name?: string };
+  // @koa/bodyparser throws a bare SyntaxError with status 400 for malformed JSON.
+  if (e?.name === 'SyntaxError' && e.status === 400) return new AppError('invalid_input', 'request body is not valid JSON');
   if (typeof e?.status === 'number' && e.status < 500 && e.expose) {
     if (e.status === 413) return new AppError('payload_too_large', 'request body is too large');
     if (e.status === 415) return new AppError('invalid_input', 'request body must be JSON (Content-Type: application/json)');

@@ -15,11 +15,36 @@ export type Condition =
   | { readonly $in: readonly unknown[] }
   | { readonly $contains: string }; // case-insensitive substring
 
-/** Fields (dotted paths allowed) to conditions, all of which must hold; `$or` of sub-filters. */
-export type Filter = { readonly [field: string]: Condition } | { readonly $or: readonly Filter[] };
+/**
+ * Fields to conditions, all of which must hold, optionally with `$or`: at least one sub-filter must
+ * also hold. The second member lets `$or` sit beside fields, as keyset pagination needs:
+ * `{ drive_id, $or: [{ created_at: { $lt: at } }, { created_at: at, _id: { $lt: id } }] }`.
+ *
+ * Semantics every adapter shares (the contract suite in test/contract checks them):
+ * - A field is a dotted path of identifiers (`team.name`); anything else is rejected, as are
+ *   unknown operators, so a filter built from user input cannot smuggle in engine syntax.
+ * - A scalar is equality; it never matches a value of another type (`30` is not `'30'` nor `true`).
+ *   A missing field equals `null`; `$ne` and `$in` follow from that.
+ * - `$gt/$gte/$lt/$lte` take a number or a string and only match values of the same type: numbers
+ *   numerically, strings by code point (so ISO timestamps compare chronologically). A missing
+ *   field matches none of them. An operator whose value is `undefined` is left out, so optional
+ *   bounds can be passed straight through.
+ * - `$contains` is a case-insensitive substring match on string values (ASCII case folding is
+ *   guaranteed; beyond ASCII it follows the engine).
+ * - `$or` needs at least one sub-filter.
+ * - Filters and sorts address scalar values; fields holding arrays or objects are unspecified
+ *   (MongoDB matches array elements, SQLite does not).
+ */
+export type Filter =
+  { readonly [field: string]: Condition } | { readonly $or: readonly Filter[]; readonly [field: string]: Condition | readonly Filter[] };
 
 export interface FindOptions {
+  /**
+   * Ascending puts missing and `null` first, descending last (as MongoDB does). Equal keys are
+   * always ordered by `_id` ascending, so pages are stable; without `sort` the order is by `_id`.
+   */
   readonly sort?: ReadonlyArray<readonly [field: string, direction: 1 | -1]>;
+  /** A non-negative integer; `0` returns no documents. */
   readonly limit?: number;
 }
 

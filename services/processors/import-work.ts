@@ -1,4 +1,4 @@
-import { Transform } from 'node:stream';
+import { pipeline, Transform } from 'node:stream';
 import { v5 as uuidv5 } from 'uuid';
 import { handleCommand, loadState } from '../../lib/app/command-handler';
 import { projectDecider } from '../../lib/app/deciders';
@@ -157,7 +157,9 @@ async function importOne(
       cb(null, chunk);
     },
   });
-  const { size } = await deps.blobs.put(key, response.body.pipe(counter), { signal });
+  // pipeline (not pipe) so an aborted or failed download errors the stream the blob store reads.
+  const counted = pipeline(response.body, counter, () => undefined);
+  const { size } = await deps.blobs.put(key, counted, { signal });
   try {
     await report(0.85);
     const probe = await deps.prober.probe(deps.blobs.localPath(key), { signal });

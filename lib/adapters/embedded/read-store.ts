@@ -1,0 +1,186 @@
+import Database from 'better-sqlite3';
+import { createHash } from 'node:crypto';
+import type { Doc, Filter, FindOptions, PutOutcome, ReadStore } from '../../ports/read-store';
+
+/**
+ * The embedded ReadStore: one SQLite table of JSON documents in WAL mode. Filters become SQL over
+ * `json_extract` with every value bound as a parameter. Field paths are validated identifiers and
+ * are written into the SQL as literals, because SQLite uses an expression index only when the
+ * query's expression is textually the index's.
+ */
+
+type Sql = { readonly text: string; readonly params: readonly (string | number)[] };
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS docs (
+    collection TEXT NOT NULL,
+    id         TEXT NOT NULL,
+    rev        INTEGER NOT NULL,
+    doc        TEXT NOT NULL,
+    PRIMARY KEY (collection, id)
+  );
+`;
+
+const FIELD = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+const RANGE = new Map([
+  ['$gt', '>'],
+  ['$gte', '>='],
+  ['$lt', '<'],
+  ['$lte', '<='],
+]);
+
+const sql = (text: string, ...params: (string | number)[]): Sql => ({ text, params });
+const join = (parts: readonly Sql[], op: 'AND' | 'OR', empty: string): Sql =>
+  parts.length === 0 ? sql(empty) : { text: `(${parts.map((p) => p.text).join(` ${op} `)})`, params: parts.flatMap((p) => p.params) };
+
+function path(field: string): string {
+  if (!FIELD.test(field)) throw new Error(`invalid field path ${JSON.stringify(field)}`);
+  return `'$.${field}'`;
+}
+const value = (field: string) => `json_extract(doc, ${path(field)})`;
+const jsonType = (field: string) => `json_type(doc, ${path(field)})`;
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function sameType(field: string, operand: unknown): string | number {
+  if (typeof operand === 'string') return operand;
+  if (typeof operand === 'number' && Number.isFinite(operand)) return operand;
+  throw new Error(`${field}: expected a string or a finite number, got ${JSON.stringify(operand)}`);
+}
+/** Guards on the JSON type so that 1 never equals true or '1', mirroring MongoDB's type brackets. */
+const typeIs = (field: string, operand: string | number) =>
+  typeof operand === 'number' ? `${jsonType(field)} IN ('integer', 'real')` : `${jsonType(field)} = 'text'`;
+
+function equals(field: string, operand: unknown): Sql {
+  // json_extract yields SQL NULL both for a JSON null and for a missing field.
+  if (operand === null) return sql(`${value(field)} IS NULL`);
+  if (typeof operand === 'boolean') return sql(`${jsonType(field)} = ?`, String(operand));
+  const v = sameType(field, operand);
+  return sql(`(${value(field)} = ? AND ${typeIs(field, v)})`, v);
+}
+
+function operator(field: string, op: string, operand: unknown): Sql {
+  const comparison = RANGE.get(op);
+  if (comparison) {
+    const v = sameType(field, operand);
+    return sql(`(${value(field)} ${comparison} ? AND ${typeIs(field, v)})`, v);
+  }
+  switch (op) {
+    case '$ne': {
+      // `IS NOT 1` rather than NOT: equality is NULL on a missing field, and missing is "not equal".
+      const eq = equals(field, operand);
+      return { text: `(${eq.text}) IS NOT 1`, params: eq.params };
+    }
+    case '$in':
+      if (!Array.isArray(operand)) throw new Error(`${field}: $in expects an array`);
+      return join(
+        operand.map((o) => equals(field, o)),
+        'OR',
+        '0',
+      );
+    case '$contains':
+      if (typeof operand !== 'string') throw new Error(`${field}: $contains expects a string`);
+      return sql(`(${jsonType(field)} = 'text' AND contains_ci(${value(field)}, ?))`, operand);
+    default:
+      throw new Error(`${field}: unknown operator ${JSON.stringify(op)}`);
+  }
+}
+
+function conditions(field: string, condition: unknown): Sql[] {
+  if (!isObject(condition)) return [equals(field, condition)];
+  // An operator given as undefined is absent, so optional bounds pass straight through.
+  return Object.entries(condition)
+    .filter(([, operand]) => operand !== undefined)
+    .map(([op, operand]) => operator(field, op, operand));
+}
+
+function where(filter: unknown): Sql {
+  if (!isObject(filter)) throw new Error('a filter must be an object');
+  const parts = Object.entries(filter).flatMap(([key, condition]) => (key === '$or' ? [anyOf(condition)] : conditions(key, condition)));
+  return join(parts, 'AND', '1');
+}
+
+function anyOf(filters: unknown): Sql {
+  if (!Array.isArray(filters) || filters.length === 0) throw new Error('$or expects a non-empty array of filters');
+  return join(filters.map(where), 'OR', '0');
+}
+
+function orderBy(sort: FindOptions['sort'] = []): string {
+  const keys = sort.map(([field, direction]) => {
+    if (direction !== 1 && direction !== -1) throw new Error(`${field}: sort direction must be 1 or -1`);
+    return `${value(field)} ${direction === 1 ? 'ASC' : 'DESC'}`;
+  });
+  // SQLite, like MongoDB, orders NULL (missing) lowest. The id makes equal keys page stably.
+  return [...keys, 'id ASC'].join(', ');
+}
+
+function checkLimit(limit: number | undefined): number {
+  if (limit === undefined) return -1; // SQLite: no limit
+  if (!Number.isInteger(limit) || limit < 0) throw new Error(`limit must be a non-negative integer, got ${limit}`);
+  return limit;
+}
+
+function indexDdl(collection: string, fields: readonly string[]): string {
+  if (fields.length === 0) throw new Error('ensureIndex needs at least one field');
+  const columns = fields.map(value).join(', ');
+  // The readable part may collide after sanitizing ('a-b' vs 'a_b'); the digest may not.
+  const readable = `${collection}_${fields.join('_')}`.replace(/[^A-Za-z0-9_]/g, '_').slice(0, 48);
+  const digest = createHash('sha256')
+    .update(JSON.stringify([collection, fields]))
+    .digest('hex')
+    .slice(0, 12);
+  return `CREATE INDEX IF NOT EXISTS "docs_${readable}_${digest}" ON docs (collection, ${columns})`;
+}
+
+const containsIgnoringCase = (haystack: unknown, needle: unknown): number =>
+  typeof haystack === 'string' && typeof needle === 'string' && haystack.toLowerCase().includes(needle.toLowerCase()) ? 1 : 0;
+
+export function createSqliteReadStore(options: { path: string }): ReadStore {
+  const db = new Database(options.path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('busy_timeout = 5000');
+  db.exec(SCHEMA);
+  // SQLite's lower() and LIKE fold ASCII only; JavaScript folds Unicode, closer to MongoDB's /i.
+  db.function('contains_ci', { deterministic: true }, containsIgnoringCase);
+
+  const selectDoc = db.prepare<[string, string], { doc: string }>('SELECT doc FROM docs WHERE collection = ? AND id = ?');
+  const selectRev = db.prepare<[string, string], { rev: number }>('SELECT rev FROM docs WHERE collection = ? AND id = ?');
+  const insert = db.prepare<[string, string, number, string]>('INSERT INTO docs (collection, id, rev, doc) VALUES (?, ?, ?, ?)');
+  const update = db.prepare<[number, string, string, string]>('UPDATE docs SET rev = ?, doc = ? WHERE collection = ? AND id = ?');
+  const deleteAll = db.prepare<[string]>('DELETE FROM docs WHERE collection = ?');
+
+  const putTx = db.transaction((collection: string, doc: Doc, expectedRev: number | null): PutOutcome => {
+    const current = selectRev.get(collection, doc._id)?.rev ?? null;
+    if (current !== expectedRev) return 'stale';
+    const json = JSON.stringify(doc);
+    if (current === null) insert.run(collection, doc._id, doc._rev, json);
+    else update.run(doc._rev, json, collection, doc._id);
+    return 'written';
+  });
+
+  return {
+    async get(collection, id) {
+      const row = selectDoc.get(collection, id);
+      return row ? (JSON.parse(row.doc) as Doc) : null;
+    },
+    async find(collection, filter: Filter, findOptions = {}) {
+      const condition = where(filter);
+      const text = `SELECT doc FROM docs WHERE collection = ? AND ${condition.text} ORDER BY ${orderBy(findOptions.sort)} LIMIT ?`;
+      const rows = db.prepare<unknown[], { doc: string }>(text).all(collection, ...condition.params, checkLimit(findOptions.limit));
+      return rows.map((row) => JSON.parse(row.doc) as Doc);
+    },
+    async put(collection, doc, expectedRev) {
+      // IMMEDIATE takes the write lock before the read, so a writer in another process waits on
+      // busy_timeout instead of failing the compare-and-set with SQLITE_BUSY.
+      return putTx.immediate(collection, doc, expectedRev);
+    },
+    async ensureIndex(collection, fields) {
+      db.exec(indexDdl(collection, fields));
+    },
+    async clear(collection) {
+      deleteAll.run(collection);
+    },
+    async close() {
+      db.close();
+    },
+  };
+}
