@@ -1,0 +1,247 @@
+import assert from 'node:assert/strict';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Type } from 'avsc';
+import { canonicalForm, createAvroCodec, crc64Avro, fingerprintOf } from '../../lib/adapters/kafka/avro-codec';
+import type { JobEvent } from '../../lib/domain/job';
+import type { ProjectEvent } from '../../lib/domain/project';
+import { DEFAULT_SETTINGS, type DriveEvent, type TokenEvent } from '../../lib/domain/tenancy';
+import type { StoredEvent } from '../../lib/ports/event-store';
+
+const SCHEMA_DIR = join(__dirname, '../../schemas/events');
+const codec = createAvroCodec({ schemaDir: SCHEMA_DIR });
+
+type DomainEvent = JobEvent | ProjectEvent | DriveEvent | TokenEvent;
+const T = '2024-05-01T10:00:00.000Z';
+const JOB = 'project-media-import-5b0f7c1e-8a43-4a7e-9d4b-0f3c2a1e6d55';
+const PROJECT = '1e7d4a0c-3b5f-4c8e-a2d9-6f0b1c3e5a77';
+const DRIVE = '9c2e6b1a-0d4f-4e3a-8b7c-5a1d2f3e4b60';
+const USER = '3f9a2b7c-1d4e-4f5a-9b8c-7d6e5f4a3b21';
+const URL = `https://web.example/${PROJECT}`;
+const SCOPE = { drive_id: DRIVE, project_id: PROJECT };
+const BY_USER = { created_by: USER, created_at: T };
+const REQUEST = { files: [{ uri: 'https://cdn.example/a.mp4', name: 'a.mp4' }], team_access: 'edit', nested: { n: 1, ok: true } };
+const TRACKS = [
+  { media: 'cam-a.mp4', offset: 0 },
+  { media: 'cam-b.mp4', offset: 1.5 },
+];
+
+const domainEvents: DomainEvent[] = [
+  {
+    type: 'JobQueued',
+    data: { job_id: JOB, job_type: 'import/project_media', ...SCOPE, project_url: URL, callback_url: null, request: REQUEST, ...BY_USER },
+  },
+  { type: 'JobStarted', data: { job_id: JOB, attempt: 1, started_at: T } },
+  { type: 'JobProgressed', data: { job_id: JOB, label: 'transcribing', percent: 42, at: T } },
+  {
+    type: 'JobStopped',
+    data: { job_id: JOB, result: { status: 'success', media_seconds_used: 12.5 }, project_url: `${URL}/1e7d4`, stopped_at: T },
+  },
+  { type: 'JobCancelled', data: { job_id: JOB, stopped_at: T } },
+  {
+    type: 'ProjectCreated',
+    data: { ...SCOPE, name: 'Interview', folder_path: 'A/B', team_access: 'view', job_id: JOB, ...BY_USER },
+  },
+  {
+    type: 'MediaImported',
+    data: {
+      project_id: PROJECT,
+      ref: 'multicam',
+      media_type: 'sequence',
+      duration_seconds: 61.25,
+      blob_key: null,
+      size_bytes: 5_000_000_000,
+      has_audio: true,
+      has_video: true,
+      source_url: null,
+      language: 'en',
+      tracks: TRACKS,
+      job_id: JOB,
+      imported_at: T,
+    },
+  },
+  {
+    type: 'CompositionCreated',
+    data: {
+      project_id: PROJECT,
+      composition_id: `${PROJECT.slice(0, 30)}000001`,
+      short_id: '1e7d4',
+      name: 'Main',
+      clips: [{ media: 'multicam', in: 0, out: 61.25 }],
+      width: 1920,
+      height: 1080,
+      origin: `${JOB}#0`,
+      created_at: T,
+    },
+  },
+  { type: 'DriveCreated', data: { drive_id: DRIVE, name: 'Acme', webhook_secret: 'whsec_x', settings: DEFAULT_SETTINGS, created_at: T } },
+  { type: 'DriveUpdated', data: { drive_id: DRIVE, changes: { name: 'Acme Inc', ai_credits: 50, media_seconds: null }, updated_at: T } },
+  {
+    type: 'TokenCreated',
+    data: { token_id: 't-1', secret_hash: 'ab'.repeat(32), drive_id: DRIVE, user_id: USER, name: 'ci', created_at: T },
+  },
+  { type: 'TokenRevoked', data: { token_id: 't-1', revoked_at: T } },
+];
+
+const stored = (e: DomainEvent): StoredEvent => ({
+  id: `evt-${e.type}`,
+  type: e.type,
+  data: e.data,
+  metadata: { partition_key: PROJECT, correlation_id: 'req-1' },
+  streamId: `stream-${e.type}`,
+  revision: 3,
+  position: '1234/1230',
+  createdAt: T,
+});
+const event = (type: DomainEvent['type']) => stored(domainEvents.find((e) => e.type === type)!);
+const throwsNaming = (fn: () => unknown, parts: string[]) =>
+  assert.throws(
+    fn,
+    (err: Error) => parts.every((p) => err.message.includes(p)) || assert.fail(`expected ${parts.join('; ')} in: ${err.message}`),
+  );
+
+describe('Avro codec', () => {
+  describe('round trip', () => {
+    for (const e of domainEvents) {
+      it(`decodes what it encoded: ${e.type}`, () => {
+        const original = stored(e);
+        assert.deepEqual(codec.decode(codec.encode(original)), original);
+      });
+    }
+
+    it('has a realistic event above for every schema in schemas/events', () => {
+      const schemas = readdirSync(SCHEMA_DIR).filter((f) => f.endsWith('.avsc'));
+      assert.deepEqual(schemas.map((f) => f.replace('.avsc', '')).sort(), domainEvents.map((e) => e.type).sort());
+    });
+
+    it('turns an undefined optional field into null', () => {
+      const { language: _l, ...data } = event('MediaImported').data;
+      assert.equal(codec.decode(codec.encode({ ...event('MediaImported'), data })).data.language, null);
+    });
+  });
+
+  describe('wire format', () => {
+    it('starts with the single-object marker and the writer schema fingerprint', () => {
+      const buf = codec.encode(event('JobStarted'));
+      assert.deepEqual([...buf.subarray(0, 2)], [0xc3, 0x01]);
+      const schema = JSON.parse(readFileSync(join(SCHEMA_DIR, 'JobStarted.avsc'), 'utf8'));
+      assert.equal(buf.readBigUInt64LE(2), fingerprintOf(Type.forSchema(schema)));
+    });
+
+    it('fingerprints the Parsing Canonical Form: full names, no docs, defaults or logical types', () => {
+      const pcf = canonicalForm(Type.forSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, 'JobStopped.avsc'), 'utf8'))));
+      assert.ok(pcf.startsWith('{"name":"media_project.events.JobStopped","type":"record","fields":[{"name":"id","type":"string"}'));
+      assert.ok(pcf.includes('{"name":"metadata","type":"string"}'));
+      assert.ok(pcf.includes('{"name":"project_url","type":["null","string"]}'));
+      assert.doesNotMatch(pcf, /doc|default|logicalType|namespace|\s/);
+    });
+
+    // Vectors from the Avro project's share/test/data/schema-tests.txt (signed 64-bit values).
+    const vectors: [string, string, bigint][] = [
+      ['"null"', '"null"', 7195948357588979594n],
+      [
+        '{"fields":[{"type":"boolean","aliases":[],"name":"f1","default":true},{"order":"descending","name":"f2","doc":"Hello","type":"int"}],"type":"record","name":"foo"}',
+        '{"name":"foo","type":"record","fields":[{"name":"f1","type":"boolean"},{"name":"f2","type":"int"}]}',
+        -4860222112080293046n,
+      ],
+      [
+        '{"namespace":"x.y.z", "type":"enum", "name":"foo", "doc":"foo bar", "symbols":["A1", "A2"]}',
+        '{"name":"x.y.z.foo","type":"enum","symbols":["A1","A2"]}',
+        -4448647247586288245n,
+      ],
+      [
+        '{"name":"PigValue","type":"record","fields":[{"name":"value", "type":["null", "int", "long", "PigValue"]}]}',
+        '{"name":"PigValue","type":"record","fields":[{"name":"value","type":["null","int","long","PigValue"]}]}',
+        -1759257747318642341n,
+      ],
+    ];
+    for (const [input, canonical, fingerprint] of vectors) {
+      it(`computes CRC-64-AVRO and the canonical form of ${input.slice(0, 40)}`, () => {
+        const type = Type.forSchema(JSON.parse(input));
+        assert.equal(canonicalForm(type), canonical);
+        assert.equal(BigInt.asIntN(64, crc64Avro(Buffer.from(canonical))), fingerprint);
+        assert.equal(BigInt.asIntN(64, fingerprintOf(type)), fingerprint);
+      });
+    }
+  });
+
+  describe('schema evolution', () => {
+    const dirs: string[] = [];
+    const tempDir = () => dirs[dirs.push(mkdtempSync(join(tmpdir(), 'avsc-'))) - 1];
+    afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+    /** MediaImported as it was before `language` existed. */
+    const oldMediaImported = (): string => {
+      const schema = JSON.parse(readFileSync(join(SCHEMA_DIR, 'MediaImported.avsc'), 'utf8'));
+      const data = schema.fields.find((f: { name: string }) => f.name === 'data').type;
+      data.fields = data.fields.filter((f: { name: string }) => f.name !== 'language');
+      return JSON.stringify(schema);
+    };
+    const { language: _l, ...oldData } = event('MediaImported').data;
+    const encodeWithOldSchema = (): Buffer => {
+      const oldDir = tempDir();
+      writeFileSync(join(oldDir, 'MediaImported.avsc'), oldMediaImported());
+      return createAvroCodec({ schemaDir: oldDir }).encode({ ...event('MediaImported'), data: oldData });
+    };
+    const currentSchemasWithHistory = (file: string): string => {
+      const dir = tempDir();
+      cpSync(SCHEMA_DIR, dir, { recursive: true });
+      mkdirSync(join(dir, 'history'));
+      writeFileSync(join(dir, 'history', file), oldMediaImported());
+      return dir;
+    };
+
+    it('reads an event written with an older schema through the history folder, filling the new field from its default', () => {
+      const buf = encodeWithOldSchema();
+      const decoded = createAvroCodec({ schemaDir: currentSchemasWithHistory('MediaImported.1.avsc') }).decode(buf);
+      assert.deepEqual(decoded, { ...event('MediaImported'), data: { ...oldData, language: null } });
+    });
+
+    it('refuses a message whose writer schema it does not know, naming the fingerprint', () => {
+      const buf = encodeWithOldSchema();
+      throwsNaming(() => codec.decode(buf), [`unknown Avro writer schema (fingerprint bytes ${buf.subarray(2, 10).toString('hex')})`]);
+    });
+
+    it('refuses a history schema whose record name does not match its file name', () => {
+      const dir = currentSchemasWithHistory('JobStarted.1.avsc');
+      throwsNaming(() => createAvroCodec({ schemaDir: dir }), ['describes record "media_project.events.MediaImported"']);
+    });
+  });
+
+  describe('errors', () => {
+    it('names every failing field path of an event that does not match its schema', () => {
+      const bad = { ...event('CompositionCreated'), revision: -1.5 };
+      const data = { ...bad.data, width: '1920', clips: [{ media: 'm', in: 0, out: 'end' }], extra: true };
+      throwsNaming(
+        () => codec.encode({ ...bad, data }),
+        [
+          'CompositionCreated evt-CompositionCreated does not match its Avro schema',
+          'revision (expected long, got number)',
+          'data.width (expected int, got string)',
+          'data.clips.0.out (expected double, got string)',
+          'data.extra (not in the schema)',
+        ],
+      );
+    });
+
+    it('names a missing required field and a wrong nullable one', () => {
+      const { project_id: _p, ...data } = event('ProjectCreated').data;
+      throwsNaming(
+        () => codec.encode({ ...event('ProjectCreated'), data: { ...data, folder_path: 7 } }),
+        ['data.project_id (expected string, got undefined)', 'data.folder_path (expected null | string, got number)'],
+      );
+    });
+
+    it('refuses an event type without a schema', () => {
+      throwsNaming(() => codec.encode({ ...event('JobStarted'), type: 'JobExploded' }), ['no Avro schema for event type "JobExploded"']);
+    });
+
+    it('refuses bytes without the single-object marker, or with an unknown fingerprint', () => {
+      throwsNaming(() => codec.decode(Buffer.from('{"type":"JobStarted"}')), ['missing the C3 01 marker']);
+      const buf = Buffer.from(codec.encode(event('JobStarted')));
+      buf[9] ^= 0xff;
+      throwsNaming(() => codec.decode(buf), ['unknown Avro writer schema']);
+    });
+  });
+});
