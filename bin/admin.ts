@@ -55,7 +55,12 @@ drive
   .option('--no-agent-disabled', 'enable agent usage')
   .option('--allowed-access-levels <list>', `publish access levels allowed (${LEVELS.join(',')})`, levels)
   .addOption(new Option('--default-access-level <level>', 'default publish access level').choices(LEVELS))
-  .option('--host-allow-list <hosts>', 'comma-separated hosts partner URIs may come from', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
+  .option('--host-allow-list <hosts>', 'comma-separated hosts partner URIs may come from', (v: string) =>
+    v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  )
   .option('--credits <n>', 'AI credits balance', wholeNumber)
   .option('--media-seconds <n>', 'media seconds balance', wholeNumber)
   .action((o) => {

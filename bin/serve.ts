@@ -59,7 +59,10 @@ async function main() {
   const queryApp = createQueryApp({ ...common, read: readSide.read, store });
   const server = createServer(routeByMethod(commandApp, queryApp));
   await new Promise<void>((resolve) => server.listen(config.port, resolve));
-  logger.info({ port: config.port, base_url: config.baseUrl, mode: config.kafka ? 'distributed' : 'embedded' }, 'media project service listening');
+  logger.info(
+    { port: config.port, base_url: config.baseUrl, mode: config.kafka ? 'distributed' : 'embedded' },
+    'media project service listening',
+  );
 
   let stopping = false;
   const shutdown = async (signal: string) => {

@@ -13,7 +13,10 @@ export type AdminDeps = { store: EventStore; clock: Clock; ids: Ids };
 
 const meta = (driveId: string) => ({ partition_key: driveId, drive_id: driveId, actor: 'admin-cli' });
 
-export async function createDrive(deps: AdminDeps, input: { name: string; partner?: boolean; credits?: number; mediaSeconds?: number | null }) {
+export async function createDrive(
+  deps: AdminDeps,
+  input: { name: string; partner?: boolean; credits?: number; mediaSeconds?: number | null },
+) {
   const driveId = deps.ids.uuid();
   const webhookSecret = generateWebhookSecret();
   const settings: DriveSettings = {
@@ -26,7 +29,11 @@ export async function createDrive(deps: AdminDeps, input: { name: string; partne
     deps.store,
     streams.drive(driveId),
     driveDecider,
-    { type: 'CreateDrive', drive: { drive_id: driveId, name: input.name, webhook_secret: webhookSecret, settings }, now: deps.clock.now().toISOString() },
+    {
+      type: 'CreateDrive',
+      drive: { drive_id: driveId, name: input.name, webhook_secret: webhookSecret, settings },
+      now: deps.clock.now().toISOString(),
+    },
     { newId: deps.ids.uuid, metadata: meta(driveId) },
   );
   const { token } = await createToken(deps, { driveId, name: 'default' });

@@ -61,8 +61,7 @@ export const conflict = (message: string, state: string) => new AppError('confli
 /** A domain rule refused a command; carried as a value by deciders, mapped to an AppError at the edge. */
 export type Rejection = { readonly rejected: true; readonly error: AppError };
 export const reject = (error: AppError): Rejection => ({ rejected: true, error });
-export const isRejection = (x: unknown): x is Rejection =>
-  typeof x === 'object' && x !== null && (x as Rejection).rejected === true;
+export const isRejection = (x: unknown): x is Rejection => typeof x === 'object' && x !== null && (x as Rejection).rejected === true;
 
 export function assertNever(x: never): never {
   throw new Error(`unexpected value: ${JSON.stringify(x)}`);

@@ -7,8 +7,7 @@ export const isUuid = (s: string): boolean => UUID.test(s);
 export const importJobId = (uuid: string): string => `${IMPORT_JOB_PREFIX}${uuid}`;
 
 /** A job id we could have issued: an import id or a bare UUID. Anything else cannot exist. */
-export const isJobId = (s: string): boolean =>
-  isUuid(s) || (s.startsWith(IMPORT_JOB_PREFIX) && isUuid(s.slice(IMPORT_JOB_PREFIX.length)));
+export const isJobId = (s: string): boolean => isUuid(s) || (s.startsWith(IMPORT_JOB_PREFIX) && isUuid(s.slice(IMPORT_JOB_PREFIX.length)));
 
 /** Composition short id: the first 5 hex characters of its UUID. */
 export const shortIdOf = (compositionId: string): string => compositionId.replace(/-/g, '').slice(0, 5).toLowerCase();

@@ -112,7 +112,11 @@ export function compositionMediaType(clips: readonly Clip[], media: Readonly<Rec
 
 // ---------------------------------------------------------------- commands
 
-export type CreateProject = { readonly type: 'CreateProject'; readonly project: Omit<ProjectCreated['data'], 'created_at'>; readonly now: string };
+export type CreateProject = {
+  readonly type: 'CreateProject';
+  readonly project: Omit<ProjectCreated['data'], 'created_at'>;
+  readonly now: string;
+};
 export type AddMedia = { readonly type: 'AddMedia'; readonly file: Omit<MediaImported['data'], 'imported_at'>; readonly now: string };
 export type CreateComposition = {
   readonly type: 'CreateComposition';

@@ -30,7 +30,11 @@ export type DriveCreated = {
 };
 export type DriveUpdated = {
   readonly type: 'DriveUpdated';
-  readonly data: { readonly drive_id: string; readonly changes: Partial<DriveSettings> & { readonly name?: string }; readonly updated_at: string };
+  readonly data: {
+    readonly drive_id: string;
+    readonly changes: Partial<DriveSettings> & { readonly name?: string };
+    readonly updated_at: string;
+  };
 };
 export type DriveEvent = DriveCreated | DriveUpdated;
 
@@ -53,14 +57,26 @@ export type TokenEvent = TokenCreated | TokenRevoked;
 
 export type DriveState =
   | { readonly exists: false }
-  | { readonly exists: true; readonly driveId: string; readonly name: string; readonly webhookSecret: string; readonly settings: DriveSettings };
+  | {
+      readonly exists: true;
+      readonly driveId: string;
+      readonly name: string;
+      readonly webhookSecret: string;
+      readonly settings: DriveSettings;
+    };
 
 export const initialDriveState = (): DriveState => ({ exists: false });
 
 export function evolveDrive(state: DriveState, event: DriveEvent): DriveState {
   switch (event.type) {
     case 'DriveCreated':
-      return { exists: true, driveId: event.data.drive_id, name: event.data.name, webhookSecret: event.data.webhook_secret, settings: event.data.settings };
+      return {
+        exists: true,
+        driveId: event.data.drive_id,
+        name: event.data.name,
+        webhookSecret: event.data.webhook_secret,
+        settings: event.data.settings,
+      };
     case 'DriveUpdated': {
       if (!state.exists) return state;
       const { name, ...settings } = event.data.changes;
@@ -72,8 +88,7 @@ export function evolveDrive(state: DriveState, event: DriveEvent): DriveState {
 }
 
 export type TokenState =
-  | { readonly exists: false }
-  | { readonly exists: true; readonly token: TokenCreated['data']; readonly revoked: boolean };
+  { readonly exists: false } | { readonly exists: true; readonly token: TokenCreated['data']; readonly revoked: boolean };
 
 export const initialTokenState = (): TokenState => ({ exists: false });
 

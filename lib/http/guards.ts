@@ -27,7 +27,10 @@ export const rateLimit = (limiter: RateLimiterAbstract) => async (ctx: Context, 
     const r = rejection as RateLimiterRes;
     setHeaders(r);
     ctx.set('Retry-After', String(Math.max(1, Math.ceil(r.msBeforeNext / 1000))));
-    throw new AppError('rate_limit_exceeded', `rate limit of ${limiter.points} requests per minute exceeded; retry after the Retry-After seconds`);
+    throw new AppError(
+      'rate_limit_exceeded',
+      `rate limit of ${limiter.points} requests per minute exceeded; retry after the Retry-After seconds`,
+    );
   }
   setHeaders(res);
   await next();

@@ -1,4 +1,4 @@
-import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import Ajv, { type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,13 +10,15 @@ import { invalidInput } from '../domain/errors';
  * strings with type coercion, since everything in a query string arrives as text.
  */
 
+export type Validator = ((data: unknown) => boolean) & { readonly errors?: ErrorObject[] | null };
+
 export interface SchemaRegistry {
   /** Throws `invalid_input` naming the first offending field. */
   assertBody(schemaId: string, value: unknown): void;
   /** Coerces and fills defaults in place, then validates like `assertBody`. */
   assertQuery(schemaId: string, value: Record<string, unknown>): void;
-  /** For tests and tools: the validator of a response schema. */
-  validator(schemaId: string): ValidateFunction;
+  /** For tests and tools: the validator of a response schema (a plain predicate, not a type guard). */
+  validator(schemaId: string): Validator;
 }
 
 export function loadSchemas(dir = API_SCHEMA_DIR): SchemaRegistry {
@@ -24,7 +26,9 @@ export function loadSchemas(dir = API_SCHEMA_DIR): SchemaRegistry {
     .filter((f) => f.endsWith('.json'))
     .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')));
   const strict = addFormats(new Ajv({ schemas, allErrors: false, strict: true, strictRequired: false, allowUnionTypes: true }));
-  const coercing = addFormats(new Ajv({ schemas, allErrors: false, strict: true, strictRequired: false, coerceTypes: true, useDefaults: true }));
+  const coercing = addFormats(
+    new Ajv({ schemas, allErrors: false, strict: true, strictRequired: false, coerceTypes: true, useDefaults: true }),
+  );
   const get = (ajv: Ajv, id: string) => {
     const v = ajv.getSchema(id);
     if (!v) throw new Error(`unknown schema ${id}`);
@@ -41,7 +45,10 @@ export function loadSchemas(dir = API_SCHEMA_DIR): SchemaRegistry {
       const v = get(coercing, id);
       if (!v(value)) throw invalidInput(describeError(v.errors?.[0], 'query'));
     },
-    validator: (id) => get(strict, id),
+    validator: (id) => {
+      const v = get(strict, id);
+      return Object.defineProperty((data: unknown): boolean => v(data) === true, 'errors', { get: () => v.errors });
+    },
   };
 }
 

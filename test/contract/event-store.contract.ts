@@ -14,7 +14,11 @@ const event = (type: string, data: Record<string, unknown> = {}): NewEvent => ({
   metadata: { partition_key: 'p-1', correlation_id: 'req-1' },
 });
 
-export function describeEventStoreContract(name: string, factory: EventStoreFactory, options: { before?: (this: Mocha.Context) => void } = {}) {
+export function describeEventStoreContract(
+  name: string,
+  factory: EventStoreFactory,
+  options: { before?: (this: Mocha.Context) => void } = {},
+) {
   describe(`EventStore contract: ${name}`, function () {
     let store: EventStore;
     let cleanup: () => Promise<void>;

@@ -8,7 +8,11 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
   before(async () => (h = await startHarness({ maxRequestBytes: 64 * 1024 })));
   after(async () => h?.close());
 
-  const post = (body: unknown, token?: string) => h.http.post('/v1/jobs/import/project_media').set(h.auth(token)).send(body as object);
+  const post = (body: unknown, token?: string) =>
+    h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth(token))
+      .send(body as object);
   const expectError = (res: { status: number; body: Record<string, unknown> }, status: number, error: string, message?: RegExp) => {
     assert.equal(res.status, status, JSON.stringify(res.body));
     assert.equal(res.body.error, error);
@@ -56,21 +60,53 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
     const url = 'https://media.example.com/a.wav';
     const cases: [string, unknown, RegExp][] = [
       ['neither project_name nor project_id', { add_media: { 'a.wav': { url } } }, /project_name or project_id/],
-      ['both project_name and project_id', { project_name: 'x', project_id: '8c1f2a52-3b1e-4c55-9f2e-1d1b3b1c9a10', add_media: { 'a.wav': { url } } }, /mutually exclusive/],
+      [
+        'both project_name and project_id',
+        { project_name: 'x', project_id: '8c1f2a52-3b1e-4c55-9f2e-1d1b3b1c9a10', add_media: { 'a.wav': { url } } },
+        /mutually exclusive/,
+      ],
       ['no media', { project_name: 'x' }, /add_media/],
       ['a malformed project_id', { project_id: 'nope', add_media: { 'a.wav': { url } } }, /project_id/],
       ['a media url that is not a URL', { project_name: 'x', add_media: { 'a.wav': { url: 'not a url' } } }, /add_media\["a\.wav"\]\.url/],
-      ['a media url with another scheme', { project_name: 'x', add_media: { 'a.wav': { url: 'ftp://h/a.wav' } } }, /add_media\["a\.wav"\]\.url/],
+      [
+        'a media url with another scheme',
+        { project_name: 'x', add_media: { 'a.wav': { url: 'ftp://h/a.wav' } } },
+        /add_media\["a\.wav"\]\.url/,
+      ],
       ['an unknown field', { project_name: 'x', add_media: { 'a.wav': { url } }, colour: 'red' }, /colour is not a known field/],
-      ['an unknown field in a media item', { project_name: 'x', add_media: { 'a.wav': { url, speed: 2 } } }, /add_media\["a\.wav"\]\.speed/],
-      ['an upload item (not yet supported)', { project_name: 'x', add_media: { 'a.wav': { content_type: 'audio/wav', file_size: 10 } } }, /upload items/],
+      [
+        'an unknown field in a media item',
+        { project_name: 'x', add_media: { 'a.wav': { url, speed: 2 } } },
+        /add_media\["a\.wav"\]\.speed/,
+      ],
+      [
+        'an upload item (not yet supported)',
+        { project_name: 'x', add_media: { 'a.wav': { content_type: 'audio/wav', file_size: 10 } } },
+        /upload items/,
+      ],
       ['an item with both url and tracks', { project_name: 'x', add_media: { 'a.wav': { url, tracks: [{ media: 'b' }] } } }, /exactly one/],
       ['a bad language code', { project_name: 'x', add_media: { 'a.wav': { url, language: 'english' } } }, /language/],
-      ['a clip naming unknown media', { project_name: 'x', add_media: { 'a.wav': { url } }, add_compositions: [{ name: 'c', clips: [{ media: 'b.wav' }] }] }, /add_compositions\[0\]\.clips\[0\]\.media/],
-      ['a composition without a name', { project_name: 'x', add_media: { 'a.wav': { url } }, add_compositions: [{ clips: [] }] }, /add_compositions\[0\]\.name is required/],
-      ['a sequence track naming unknown media', { project_name: 'x', add_media: { seq: { tracks: [{ media: 'zz' }] } } }, /tracks\[0\]\.media/],
+      [
+        'a clip naming unknown media',
+        { project_name: 'x', add_media: { 'a.wav': { url } }, add_compositions: [{ name: 'c', clips: [{ media: 'b.wav' }] }] },
+        /add_compositions\[0\]\.clips\[0\]\.media/,
+      ],
+      [
+        'a composition without a name',
+        { project_name: 'x', add_media: { 'a.wav': { url } }, add_compositions: [{ clips: [] }] },
+        /add_compositions\[0\]\.name is required/,
+      ],
+      [
+        'a sequence track naming unknown media',
+        { project_name: 'x', add_media: { seq: { tracks: [{ media: 'zz' }] } } },
+        /tracks\[0\]\.media/,
+      ],
       ['a bad callback_url', { project_name: 'x', add_media: { 'a.wav': { url } }, callback_url: 'javascript:alert(1)' }, /callback_url/],
-      ['folder_name with project_id', { project_id: '8c1f2a52-3b1e-4c55-9f2e-1d1b3b1c9a10', folder_name: 'A', add_media: { 'a.wav': { url } } }, /folder_name/],
+      [
+        'folder_name with project_id',
+        { project_id: '8c1f2a52-3b1e-4c55-9f2e-1d1b3b1c9a10', folder_name: 'A', add_media: { 'a.wav': { url } } },
+        /folder_name/,
+      ],
       ['an empty project_name', { project_name: '', add_media: { 'a.wav': { url } } }, /project_name/],
       ['a body that is an array', [], /body must be object/],
     ];
@@ -79,7 +115,11 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
     }
 
     it('rejects malformed JSON', async () => {
-      const res = await h.http.post('/v1/jobs/import/project_media').set(h.auth()).set('Content-Type', 'application/json').send('{"project_name": ');
+      const res = await h.http
+        .post('/v1/jobs/import/project_media')
+        .set(h.auth())
+        .set('Content-Type', 'application/json')
+        .send('{"project_name": ');
       expectError(res, 400, 'invalid_input', /JSON/);
     });
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeTestMedia } from '../fixtures/media';
@@ -15,7 +15,7 @@ describe('POST /v1/jobs/import/project_media (HTTP, embedded adapters)', functio
     const dir = mkdtempSync(join(tmpdir(), 'media-'));
     const [wav, mp4, png] = await Promise.all([makeTestMedia(dir, 'wav', 2), makeTestMedia(dir, 'mp4', 1), makeTestMedia(dir, 'png')]);
     const text = join(dir, 'notes.txt');
-    require('node:fs').writeFileSync(text, 'just words, not media');
+    writeFileSync(text, 'just words, not media');
     media = await startMediaServer({ 'voice.wav': wav, 'clip.mp4': mp4, 'still.png': png, 'notes.txt': text });
     h = await startHarness();
   });
@@ -32,7 +32,10 @@ describe('POST /v1/jobs/import/project_media (HTTP, embedded adapters)', functio
   });
 
   it('accepts an import with 201, serves the job at once, and stops it with a success result', async () => {
-    const res = await h.http.post('/v1/jobs/import/project_media').set(h.auth()).send(importBody({ callback_url: 'https://hooks.example.com/x' }));
+    const res = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth())
+      .send(importBody({ callback_url: 'https://hooks.example.com/x' }));
     assert.equal(res.status, 201, JSON.stringify(res.body));
     assert.ok(h.schemas.validator('import-response')(res.body), JSON.stringify(h.schemas.validator('import-response').errors));
     assert.equal(res.body.drive_id, h.drive.drive_id);
@@ -86,7 +89,10 @@ describe('POST /v1/jobs/import/project_media (HTTP, embedded adapters)', functio
   });
 
   it('stops with status error when no file imports', async () => {
-    const res = await h.http.post('/v1/jobs/import/project_media').set(h.auth()).send({ project_name: 'Broken', add_media: { 'a.wav': { url: media.missing } } });
+    const res = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth())
+      .send({ project_name: 'Broken', add_media: { 'a.wav': { url: media.missing } } });
     const job = await h.waitForJob(res.body.job_id);
     const result = job.result as Record<string, any>;
     assert.equal(result.status, 'error');

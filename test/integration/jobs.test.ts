@@ -77,7 +77,7 @@ describe('jobs: cancel, list, existing projects, sequences (HTTP, embedded adapt
   });
 
   describe('GET /v1/jobs', () => {
-    it('lists the drive\'s jobs newest first, filtered by project and type, paged with a cursor', async () => {
+    it("lists the drive's jobs newest first, filtered by project and type, paged with a cursor", async () => {
       const first = await startImport({ project_name: 'Listed', add_media: { 'a.wav': { url: media.url('file', 'a.wav') } } });
       const ids = [first.job_id];
       for (let i = 0; i < 4; i++) {
@@ -94,7 +94,10 @@ describe('jobs: cancel, list, existing projects, sequences (HTTP, embedded adapt
       let cursor: string | undefined;
       let pages = 0;
       do {
-        const res = await h.http.get('/v1/jobs').query({ project_id: first.project_id, limit: 2, ...(cursor ? { cursor } : {}) }).set(h.auth());
+        const res = await h.http
+          .get('/v1/jobs')
+          .query({ project_id: first.project_id, limit: 2, ...(cursor ? { cursor } : {}) })
+          .set(h.auth());
         assert.equal(res.status, 200);
         assert.ok(h.schemas.validator('jobs-list')(res.body), JSON.stringify(h.schemas.validator('jobs-list').errors));
         seen.push(...res.body.data.map((j: { job_id: string }) => j.job_id));
@@ -131,9 +134,15 @@ describe('jobs: cancel, list, existing projects, sequences (HTTP, embedded adapt
 
   describe('importing into an existing project', () => {
     it('adds media, refuses a reference that exists (400) and a project of another drive (403)', async () => {
-      const { job_id, project_id } = await startImport({ project_name: 'Growing', add_media: { 'a.wav': { url: media.url('file', 'a.wav') } } });
+      const { job_id, project_id } = await startImport({
+        project_name: 'Growing',
+        add_media: { 'a.wav': { url: media.url('file', 'a.wav') } },
+      });
       await h.waitForJob(job_id);
-      const dup = await h.http.post('/v1/jobs/import/project_media').set(h.auth()).send({ project_id, add_media: { 'a.wav': { url: media.url('file', 'a.wav') } } });
+      const dup = await h.http
+        .post('/v1/jobs/import/project_media')
+        .set(h.auth())
+        .send({ project_id, add_media: { 'a.wav': { url: media.url('file', 'a.wav') } } });
       assert.equal(dup.status, 400);
       assert.match(dup.body.message, /add_media\["a\.wav"\].*already exists/);
       const foreign = await h.http

@@ -26,7 +26,10 @@ describe('configuration from the environment', () => {
     ['WEB_URL', 'not a url'],
   ]) {
     it(`stops with a message naming ${name} when it is ${JSON.stringify(value)}`, () => {
-      assert.throws(() => loadConfig({ [name]: value }), (err: Error) => err.message.includes(name));
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (err: Error) => err.message.includes(name),
+      );
     });
   }
 

@@ -28,7 +28,14 @@ describe('import plan', () => {
     });
   });
   it('refuses a sequence made of a sequence', () => {
-    assert.throws(() => planImport({ project_name: 'x', add_media: { a: { url }, s1: { tracks: [{ media: 'a' }] }, s2: { tracks: [{ media: 's1' }] } } }, new Set()), /s2/);
+    assert.throws(
+      () =>
+        planImport(
+          { project_name: 'x', add_media: { a: { url }, s1: { tracks: [{ media: 'a' }] }, s2: { tracks: [{ media: 's1' }] } } },
+          new Set(),
+        ),
+      /s2/,
+    );
   });
 });
 

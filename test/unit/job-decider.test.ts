@@ -16,7 +16,10 @@ const job = {
 };
 const queued: JobEvent = { type: 'JobQueued', data: { ...job, created_at: T0 } };
 const started: JobEvent = { type: 'JobStarted', data: { job_id: job.job_id, attempt: 1, started_at: T0 } };
-const stopped: JobEvent = { type: 'JobStopped', data: { job_id: job.job_id, result: { status: 'success' }, project_url: null, stopped_at: T1 } };
+const stopped: JobEvent = {
+  type: 'JobStopped',
+  data: { job_id: job.job_id, result: { status: 'success' }, project_url: null, stopped_at: T1 },
+};
 const cancelled: JobEvent = { type: 'JobCancelled', data: { job_id: job.job_id, stopped_at: T1 } };
 
 describe('job decider', () => {
@@ -35,14 +38,21 @@ describe('job decider', () => {
     given(queued, started)
       .when({ type: 'ReportProgress', label: 'importing', percent: 140.4, now: T1 })
       .then([{ type: 'JobProgressed', data: { job_id: job.job_id, label: 'importing', percent: 100, at: T1 } }]));
-  it('ignores progress once cancelled', () => given(queued, started, cancelled).when({ type: 'ReportProgress', label: 'x', percent: 5, now: T1 }).then([]));
+  it('ignores progress once cancelled', () =>
+    given(queued, started, cancelled).when({ type: 'ReportProgress', label: 'x', percent: 5, now: T1 }).then([]));
 
   it('stops a running job with its result', () =>
-    given(queued, started).when({ type: 'StopJob', result: { status: 'success' }, projectUrl: null, now: T1 }).then([stopped]));
+    given(queued, started)
+      .when({ type: 'StopJob', result: { status: 'success' }, projectUrl: null, now: T1 })
+      .then([stopped]));
   it('stops a job exactly once: a second result is dropped', () =>
-    given(queued, started, stopped).when({ type: 'StopJob', result: { status: 'error' }, projectUrl: null, now: T1 }).then([]));
+    given(queued, started, stopped)
+      .when({ type: 'StopJob', result: { status: 'error' }, projectUrl: null, now: T1 })
+      .then([]));
   it('drops a result that arrives after cancellation', () =>
-    given(queued, started, cancelled).when({ type: 'StopJob', result: { status: 'success' }, projectUrl: null, now: T1 }).then([]));
+    given(queued, started, cancelled)
+      .when({ type: 'StopJob', result: { status: 'success' }, projectUrl: null, now: T1 })
+      .then([]));
 
   it('cancels a queued job', () => given(queued).when({ type: 'CancelJob', now: T1 }).then([cancelled]));
   it('cancels a running job', () => given(queued, started).when({ type: 'CancelJob', now: T1 }).then([cancelled]));

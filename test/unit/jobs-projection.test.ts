@@ -22,10 +22,26 @@ const ev = (type: string, data: Record<string, unknown>): StoredEvent => ({
 describe('jobs projection', () => {
   beforeEach(() => (revision = 0));
   const queued = () =>
-    ev('JobQueued', { job_type: 'import/project_media', drive_id: 'd', project_id: 'p', project_url: 'http://w/p', created_by: 'u', callback_url: 'https://cb', request: { media: {} }, created_at: 'T0' });
+    ev('JobQueued', {
+      job_type: 'import/project_media',
+      drive_id: 'd',
+      project_id: 'p',
+      project_url: 'http://w/p',
+      created_by: 'u',
+      callback_url: 'https://cb',
+      request: { media: {} },
+      created_at: 'T0',
+    });
 
   it('given a queued job, when it starts and progresses, then the document is running with progress', () => {
-    const doc = foldDocument([queued(), ev('JobStarted', { attempt: 1, started_at: 'T1' }), ev('JobProgressed', { label: 'importing a.wav', percent: 40, at: 'T2' })], evolveJobDoc);
+    const doc = foldDocument(
+      [
+        queued(),
+        ev('JobStarted', { attempt: 1, started_at: 'T1' }),
+        ev('JobProgressed', { label: 'importing a.wav', percent: 40, at: 'T2' }),
+      ],
+      evolveJobDoc,
+    );
     assert.deepEqual(renderJob(doc!), {
       job_id: JOB,
       job_type: 'import/project_media',
@@ -40,7 +56,11 @@ describe('jobs projection', () => {
 
   it('given a running job, when it stops, then it has result and stopped_at, no progress, and the composition URL', () => {
     const doc = foldDocument(
-      [queued(), ev('JobStarted', { attempt: 1, started_at: 'T1' }), ev('JobStopped', { result: { status: 'success' }, project_url: 'http://w/p/abcde', stopped_at: 'T3' })],
+      [
+        queued(),
+        ev('JobStarted', { attempt: 1, started_at: 'T1' }),
+        ev('JobStopped', { result: { status: 'success' }, project_url: 'http://w/p/abcde', stopped_at: 'T3' }),
+      ],
       evolveJobDoc,
     )!;
     assert.equal(doc.job_state, 'stopped');
@@ -52,7 +72,10 @@ describe('jobs projection', () => {
   });
 
   it('given a running job, when it is cancelled, then it is cancelled with stopped_at and no result', () => {
-    const doc = foldDocument([queued(), ev('JobStarted', { attempt: 1, started_at: 'T1' }), ev('JobCancelled', { stopped_at: 'T2' })], evolveJobDoc)!;
+    const doc = foldDocument(
+      [queued(), ev('JobStarted', { attempt: 1, started_at: 'T1' }), ev('JobCancelled', { stopped_at: 'T2' })],
+      evolveJobDoc,
+    )!;
     assert.equal(doc.job_state, 'cancelled');
     assert.equal(doc.stopped_at, 'T2');
     assert.equal('result' in doc || 'progress' in doc, false);
@@ -77,7 +100,11 @@ describe('jobs projection', () => {
     const read = createSqliteReadStore({ path: ':memory:' });
     const store = createSqliteEventStore({ path: ':memory:' });
     const newEvents = [queued(), ev('JobStarted', { attempt: 1, started_at: 'T1' }), ev('JobCancelled', { stopped_at: 'T2' })];
-    await store.append(`job-${JOB}`, newEvents.map(({ id, type, data, metadata }) => ({ id, type, data, metadata })), 'no_stream');
+    await store.append(
+      `job-${JOB}`,
+      newEvents.map(({ id, type, data, metadata }) => ({ id, type, data, metadata })),
+      'no_stream',
+    );
     const stored = await store.readStream(`job-${JOB}`);
     await applyToDocument({ read, store }, JOBS, JOB, stored[0], evolveJobDoc);
     assert.equal(await applyToDocument({ read, store }, JOBS, JOB, stored[2], evolveJobDoc), 'rebuilt');

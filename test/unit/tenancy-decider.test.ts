@@ -1,4 +1,14 @@
-import { DEFAULT_SETTINGS, decideDrive, decideToken, evolveDrive, evolveToken, initialDriveState, initialTokenState, type DriveEvent, type TokenEvent } from '../../lib/domain/tenancy';
+import {
+  DEFAULT_SETTINGS,
+  decideDrive,
+  decideToken,
+  evolveDrive,
+  evolveToken,
+  initialDriveState,
+  initialTokenState,
+  type DriveEvent,
+  type TokenEvent,
+} from '../../lib/domain/tenancy';
 import { specFor } from '../fixtures/given';
 
 const T0 = '2026-01-01T00:00:00.000Z';
@@ -19,8 +29,13 @@ describe('tenancy deciders', () => {
       .when({ type: 'UpdateDrive', changes: { agent_disabled: true }, now: T0 })
       .then([{ type: 'DriveUpdated', data: { drive_id: 'd', changes: { agent_disabled: true }, updated_at: T0 } }]));
   it('refuses a default access level that is not allowed', () =>
-    drive(driveCreated).when({ type: 'UpdateDrive', changes: { allowed_access_levels: ['private'] }, now: T0 }).thenRejects('invalid_input'));
-  it('refuses to update a drive that does not exist', () => drive().when({ type: 'UpdateDrive', changes: { partner: true }, now: T0 }).thenRejects('not_found'));
+    drive(driveCreated)
+      .when({ type: 'UpdateDrive', changes: { allowed_access_levels: ['private'] }, now: T0 })
+      .thenRejects('invalid_input'));
+  it('refuses to update a drive that does not exist', () =>
+    drive()
+      .when({ type: 'UpdateDrive', changes: { partner: true }, now: T0 })
+      .thenRejects('not_found'));
 
   it('creates and revokes a token; revoking twice changes nothing', () => {
     token().when({ type: 'CreateToken', token: tokenData, now: T0 }).then([tokenCreated]);

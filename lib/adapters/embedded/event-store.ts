@@ -70,9 +70,7 @@ export function createSqliteEventStore(options: { path: string; pollIntervalMs?:
   appended.setMaxListeners(0);
 
   const lastRevision = db.prepare<[string], { r: number | null }>('SELECT MAX(revision) AS r FROM events WHERE stream_id = ?');
-  const insert = db.prepare(
-    'INSERT INTO events (id, stream_id, revision, type, data, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-  );
+  const insert = db.prepare('INSERT INTO events (id, stream_id, revision, type, data, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
   const selectStream = db.prepare<[string], Row>('SELECT * FROM events WHERE stream_id = ? ORDER BY revision');
   const selectAll = db.prepare<[number, number], Row>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?');
   const selectHead = db.prepare<[], { p: number | null }>('SELECT MAX(position) AS p FROM events');

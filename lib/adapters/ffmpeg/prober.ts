@@ -1,0 +1,138 @@
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { AppError } from '../../domain/errors';
+import type { MediaProber, MediaType, ProbeResult } from '../../ports/media';
+
+const MAX_STDOUT_BYTES = 4 * 1024 * 1024;
+const MAX_STDERR_BYTES = 64 * 1024;
+
+/** Demuxers that only ever hold still pictures (ffprobe names them `<codec>_pipe` or `image2`). */
+const STILL_IMAGE_FORMAT = /^(image2|[a-z0-9]+_pipe)$/;
+
+interface FfprobeStream {
+  codec_type?: string;
+  width?: number;
+  height?: number;
+  duration?: string;
+  nb_frames?: string;
+  disposition?: { attached_pic?: number };
+}
+interface FfprobeOutput {
+  format?: { format_name?: string; duration?: string };
+  streams?: FfprobeStream[];
+}
+
+/** MediaProber on ffprobe's JSON output; the process is killed on timeout or abort. */
+export function createFfprobeProber(options: { ffprobePath: string; timeoutMs?: number }): MediaProber {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  return {
+    async probe(relativePath, probeOptions = {}) {
+      // An absolute path is never read as an option ("-x") or a protocol ("http:", "concat:"), and the
+      // whitelist stops playlists inside the file (HLS, concat) from reaching the network.
+      const path = resolve(relativePath);
+      const args = ['-v', 'error', '-protocol_whitelist', 'file', '-print_format', 'json', '-show_format', '-show_streams', path];
+      const stdout = await runFfprobe(options.ffprobePath, args, path, timeoutMs, probeOptions.signal);
+      return classify(parseOutput(stdout));
+    },
+  };
+}
+
+function runFfprobe(bin: string, args: string[], path: string, timeoutMs: number, signal?: AbortSignal): Promise<string> {
+  signal?.throwIfAborted();
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const stdout: Buffer[] = [];
+    let stdoutBytes = 0;
+    let stderr = '';
+    let settled = false;
+    // Settles once, always kills the child: a stuck ffprobe must not outlive the request.
+    const finish = (err: Error | null, value = '') => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      if (err) reject(err);
+      else resolve(value);
+    };
+    const onAbort = () => finish(abortError(signal));
+    const timer = setTimeout(
+      () => finish(new AppError('invalid_input', `probing the media file took longer than ${timeoutMs / 1000} s`)),
+      timeoutMs,
+    );
+    signal?.addEventListener('abort', onAbort, { once: true });
+
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdoutBytes += chunk.length;
+      if (stdoutBytes > MAX_STDOUT_BYTES) finish(new AppError('invalid_input', 'the media file has too much metadata to probe'));
+      else stdout.push(chunk);
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      if (stderr.length < MAX_STDERR_BYTES) stderr += chunk.toString('utf8');
+    });
+    child.on('error', (err) => finish(new AppError('internal_error', `cannot run ffprobe at ${bin}: ${err.message}`)));
+    // 'close' (not 'exit') so stdout and stderr are fully read.
+    child.on('close', (code) => {
+      if (code === 0) finish(null, Buffer.concat(stdout).toString('utf8'));
+      else finish(new AppError('invalid_input', `not a media file ffprobe can read: ${firstLine(stderr, path)}`, { retriable: false }));
+    });
+  });
+}
+
+function abortError(signal: AbortSignal | undefined): Error {
+  const reason: unknown = signal?.reason;
+  return reason instanceof Error ? reason : new DOMException('the probe was aborted', 'AbortError');
+}
+
+/** The first stderr line, without the leading server-side file path that ffprobe prints. */
+function firstLine(stderr: string, path: string): string {
+  const line = stderr.split('\n').find((l) => l.trim() !== '') ?? 'unknown error';
+  return (line.startsWith(`${path}: `) ? line.slice(path.length + 2) : line).trim();
+}
+
+function parseOutput(stdout: string): FfprobeOutput {
+  try {
+    return JSON.parse(stdout) as FfprobeOutput;
+  } catch {
+    throw new AppError('internal_error', 'ffprobe printed output that is not JSON');
+  }
+}
+
+function classify(output: FfprobeOutput): ProbeResult {
+  const formatName = output.format?.format_name ?? 'unknown';
+  const streams = output.streams ?? [];
+  // Cover art in audio files is a video stream flagged attached_pic; it is not picture content.
+  const pictures = streams.filter((s) => s.codec_type === 'video' && s.disposition?.attached_pic !== 1);
+  const hasAudio = streams.some((s) => s.codec_type === 'audio');
+  const still = pictures.length > 0 && (STILL_IMAGE_FORMAT.test(formatName) || pictures.every((s) => isSingleFrame(s, formatName)));
+  const hasVideo = pictures.length > 0 && !still;
+  const type: MediaType = hasVideo ? 'video' : hasAudio ? 'audio' : still ? 'image' : 'other';
+
+  const picture = type === 'video' || type === 'image' ? pictures[0] : undefined;
+  const durationSeconds = type === 'image' ? undefined : duration(output);
+  return {
+    type,
+    formatName,
+    hasAudio,
+    hasVideo,
+    ...(durationSeconds !== undefined && { durationSeconds }),
+    ...(picture?.width && picture.height && { width: picture.width, height: picture.height }),
+  };
+}
+
+/** A one-frame GIF still reports a frame delay as its duration, so for GIF the frame count alone decides. */
+function isSingleFrame(stream: FfprobeStream, formatName: string): boolean {
+  return stream.nb_frames === '1' && (formatName === 'gif' || seconds(stream.duration) === undefined);
+}
+
+function duration(output: FfprobeOutput): number | undefined {
+  const fromStreams = (output.streams ?? []).map((s) => seconds(s.duration)).filter((d): d is number => d !== undefined);
+  const value = seconds(output.format?.duration) ?? (fromStreams.length > 0 ? Math.max(...fromStreams) : undefined);
+  return value === undefined ? undefined : Math.round(value * 1000) / 1000;
+}
+
+/** ffprobe prints numbers as strings and "N/A" when unknown. */
+function seconds(value: string | undefined): number | undefined {
+  const n = value === undefined ? NaN : Number(value);
+  return Number.isFinite(n) && n > 0 ? n : undefined;
+}

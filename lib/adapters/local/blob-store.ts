@@ -1,0 +1,88 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { AppError } from '../../domain/errors';
+import type { BlobStore } from '../../ports/blob-store';
+
+/**
+ * A segment starts with a letter or digit: this refuses `.`, `..` and hidden names, so a key can
+ * never collide with the `.…tmp` files that `put` writes beside the blob.
+ */
+const SAFE_SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._~+=@-]{0,254}$/;
+
+/** BlobStore on a local folder (or a shared volume mounted at the same path by every service). */
+export function createLocalBlobStore(options: { root: string; maxBytes?: number }): BlobStore {
+  const root = resolve(options.root);
+  const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
+  const pathOf = (key: string) => join(root, ...safeSegments(key));
+
+  return {
+    localPath: pathOf,
+    async put(key, source, putOptions = {}) {
+      const target = pathOf(key);
+      await mkdir(dirname(target), { recursive: true });
+      return writeAtomically(target, source, maxBytes, putOptions.signal);
+    },
+    async exists(key) {
+      try {
+        return (await stat(pathOf(key))).isFile();
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+        throw err;
+      }
+    },
+    async delete(key) {
+      await rm(pathOf(key), { force: true });
+    },
+  };
+}
+
+function safeSegments(key: string): string[] {
+  const segments = key.split('/');
+  if (key.includes('\0') || !segments.every((s) => SAFE_SEGMENT.test(s))) {
+    throw new AppError('internal_error', `unsafe blob key ${JSON.stringify(key)}: expected relative path segments of [A-Za-z0-9._~+=@-]`, {
+      retriable: false,
+    });
+  }
+  return segments;
+}
+
+/** Writes a temp file beside the target, fsyncs it, then renames: readers see the whole blob or none. */
+async function writeAtomically(target: string, source: Readable, maxBytes: number, signal?: AbortSignal): Promise<{ size: number }> {
+  const temp = join(dirname(target), `.${randomBytes(8).toString('hex')}.tmp`);
+  const file = await open(temp, 'wx');
+  let size = 0;
+  try {
+    const sink = async (chunks: AsyncIterable<Buffer | string>) => {
+      for await (const chunk of chunks) {
+        const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+        size += bytes.length;
+        if (size > maxBytes) throw new AppError('payload_too_large', `the media file is larger than the limit of ${maxBytes} bytes`);
+        await file.write(bytes);
+      }
+    };
+    // pipeline destroys the source too on abort or error, so the sender stops producing.
+    await pipeline(source, sink, { signal });
+    await file.sync();
+    await file.close();
+    await rename(temp, target);
+  } catch (err) {
+    await file.close().catch(() => undefined);
+    await rm(temp, { force: true });
+    throw err;
+  }
+  await syncDirectory(dirname(target));
+  return { size };
+}
+
+/** Makes the rename itself durable across a power loss, not just the file's bytes. */
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
