@@ -6,6 +6,7 @@ import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
 import { startHarness, type Harness } from '../fixtures/harness';
 import { waitFor } from '../fixtures/wait';
+import { replayReadModels } from '../../services/query-api/replay';
 
 describe('jobs: cancel, list, existing projects, sequences (HTTP, embedded adapters)', function () {
   this.timeout(60_000);
@@ -164,5 +165,26 @@ describe('jobs: cancel, list, existing projects, sequences (HTTP, embedded adapt
       assert.equal(result.created_compositions[0].name, 'Both');
       assert.ok(Math.abs(result.media_seconds_used - 1) < 0.1, 'a sequence reuses its tracks and costs nothing more');
     });
+  });
+});
+
+describe('replay (embedded adapters)', function () {
+  this.timeout(30_000);
+  it('rebuilds the jobs read model from the store to the same documents', async () => {
+    const h = await startHarness();
+    try {
+      const body = { project_name: 'R', add_media: { 'x.wav': { url: 'http://127.0.0.1:9/x.wav' } } };
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) ids.push((await h.http.post('/v1/jobs/import/project_media').set(h.auth()).send(body)).body.job_id);
+      for (const id of ids) await h.waitForJob(id);
+      const before = await h.read.find('jobs', { drive_id: h.drive.drive_id }, { sort: [['_id', 1]] });
+      assert.equal(before.length, 3);
+      const result = await replayReadModels({ store: h.store, read: h.read });
+      assert.ok(result.events > 10);
+      const after = await h.read.find('jobs', { drive_id: h.drive.drive_id }, { sort: [['_id', 1]] });
+      assert.deepEqual(after, before);
+    } finally {
+      await h.close();
+    }
   });
 });

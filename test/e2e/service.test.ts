@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
+import { makeTestMedia } from '../fixtures/media';
+import { startMediaServer } from '../fixtures/media-server';
+import { admin, buildOnce, startService, type ServiceProcess } from '../fixtures/service-process';
+import { waitFor } from '../fixtures/wait';
+
+/** The real process, as `npm start` runs it, on the embedded adapters. */
+describe('e2e: the service process', function () {
+  this.timeout(120_000);
+  let media: Awaited<ReturnType<typeof startMediaServer>>;
+
+  before(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'e2e-media-'));
+    const [wav, mp4, long] = await Promise.all([makeTestMedia(dir, 'wav', 2), makeTestMedia(dir, 'mp4', 2), makeTestMedia(dir, 'wav', 8)]);
+    media = await startMediaServer({ 'talk.wav': wav, 'video.mp4': mp4, 'long.wav': long });
+    await buildOnce();
+  });
+  after(async () => media?.close());
+
+  const api = (svc: ServiceProcess, token: string) => ({
+    get: (path: string) => fetch(`${svc.base}/v1${path}`, { headers: { authorization: `Bearer ${token}` } }),
+    post: (path: string, body: unknown) =>
+      fetch(`${svc.base}/v1${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }),
+  });
+
+  it('imports media served on loopback: the admin CLI makes a drive while the server runs, the job reaches stopped', async () => {
+    const env = { DATA_DIR: mkdtempSync(join(tmpdir(), 'e2e-data-')), OUTBOUND_ALLOWLIST: '127.0.0.1' };
+    const svc = await startService(env);
+    try {
+      const drive = await admin(env, 'drive', 'create', '--name', 'E2E drive', '--credits', '100');
+      assert.match(drive.token, /^mps_/);
+      assert.ok(drive.webhook_secret && drive.drive_id);
+      const client = api(svc, drive.token);
+      // Appended by another process: seen by the running server at once.
+      const status = await client.get('/status');
+      assert.equal(status.status, 200);
+      assert.deepEqual(await status.json(), { drive_id: drive.drive_id, drive_name: 'E2E drive', api_version: '1.2' });
+
+      const res = await client.post('/jobs/import/project_media', {
+        project_name: 'E2E',
+        folder_name: 'Clients/Acme',
+        add_media: { 'talk.wav': { url: media.url('file', 'talk.wav') }, 'video.mp4': { url: media.url('file', 'video.mp4') } },
+        add_compositions: [{ name: 'Cut', clips: [{ media: 'video.mp4' }, { media: 'talk.wav' }] }],
+      });
+      assert.equal(res.status, 201);
+      const { job_id } = (await res.json()) as { job_id: string };
+      const job = await waitFor(
+        async () => {
+          const j = (await (await client.get(`/jobs/${job_id}`)).json()) as Record<string, any>;
+          return j.job_state === 'stopped' ? j : null;
+        },
+        { timeoutMs: 30_000, intervalMs: 100, what: 'the import to stop' },
+      );
+      assert.equal(job.result.status, 'success', JSON.stringify(job.result));
+      assert.ok(Math.abs(job.result.media_seconds_used - 4) < 0.3);
+      assert.equal(job.result.created_compositions[0].name, 'Cut');
+      const listed = (await (await client.get('/jobs?limit=5')).json()) as { data: { job_id: string }[] };
+      assert.equal(listed.data[0].job_id, job_id);
+      assert.match(svc.output(), /"msg":"import accepted"/, 'the log explains what happened');
+    } finally {
+      svc.child.kill('SIGTERM');
+      assert.equal(await svc.exited, 0, 'a graceful stop exits 0');
+    }
+  });
+
+  it('loses no accepted job across kill -9: every job that got a 201 reaches stopped exactly once', async () => {
+    const env = { DATA_DIR: mkdtempSync(join(tmpdir(), 'e2e-data-')), OUTBOUND_ALLOWLIST: '127.0.0.1' };
+    let svc = await startService(env);
+    const drive = await admin(env, 'drive', 'create', '--name', 'Crash drive');
+    const accepted: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await api(svc, drive.token).post('/jobs/import/project_media', {
+        project_name: `Crash ${i}`,
+        add_media: { 'long.wav': { url: media.url('slow', 'long.wav') } },
+      });
+      assert.equal(res.status, 201);
+      accepted.push(((await res.json()) as { job_id: string }).job_id);
+    }
+    await waitFor(
+      async () => {
+        const states = await Promise.all(
+          accepted.map(async (id) => ((await (await api(svc, drive.token).get(`/jobs/${id}`)).json()) as any).job_state),
+        );
+        return states.filter((s) => s === 'running').length >= 2;
+      },
+      { timeoutMs: 20_000, what: 'imports to be running' },
+    );
+    svc.child.kill('SIGKILL');
+    await svc.exited;
+
+    svc = await startService(env);
+    try {
+      const client = api(svc, drive.token);
+      for (const id of accepted) {
+        await waitFor(async () => ((await (await client.get(`/jobs/${id}`)).json()) as any).job_state === 'stopped', {
+          timeoutMs: 60_000,
+          intervalMs: 200,
+          what: `job ${id} to stop after the restart`,
+        });
+      }
+    } finally {
+      svc.child.kill('SIGTERM');
+      await svc.exited;
+    }
+    const store = createSqliteEventStore({ path: join(env.DATA_DIR, 'events.sqlite') });
+    let restarted = 0;
+    for (const id of accepted) {
+      const events = await store.readStream(`job-${id}`);
+      assert.equal(events.filter((e) => e.type === 'JobStopped').length, 1, `job ${id} stopped exactly once`);
+      const stopped = events.find((e) => e.type === 'JobStopped')!;
+      assert.equal((stopped.data.result as { status: string }).status, 'success');
+      if (events.filter((e) => e.type === 'JobStarted').length > 1) restarted++;
+    }
+    await store.close();
+    assert.ok(restarted >= 2, 'the jobs cut off by the kill were started again and finished');
+  });
+
+  it('refuses to start on a malformed variable, naming it', async () => {
+    await assert.rejects(
+      startService({ DATA_DIR: mkdtempSync(join(tmpdir(), 'e2e-data-')), RATE_LIMIT_PER_MINUTE: 'lots' }),
+      /RATE_LIMIT_PER_MINUTE/,
+    );
+  });
+});
