@@ -2,6 +2,8 @@ import { pipeline, Transform } from 'node:stream';
 import { v5 as uuidv5 } from 'uuid';
 import { handleCommand, loadState } from '../../lib/app/command-handler';
 import { projectDecider } from '../../lib/app/deciders';
+import { driveDecider } from '../../lib/app/tenancy';
+import { mediaSecondsLeft } from '../../lib/domain/tenancy';
 import { AppError } from '../../lib/domain/errors';
 import { projectUrl, streams } from '../../lib/domain/ids';
 import type { MediaFile, ProjectState } from '../../lib/domain/project';
@@ -61,6 +63,12 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
       continue;
     }
     if (!done) {
+      const shortfall = await balanceShortfall(deps, job.drive_id, outcome.duration_seconds ?? 0);
+      if (shortfall) {
+        await deps.blobs.delete(outcome.blob_key!).catch(() => undefined);
+        mediaStatus[ref] = { status: 'failed', error_message: shortfall };
+        continue;
+      }
       const added = await project({ type: 'AddMedia', file: { ...outcome, project_id: job.project_id }, now: now() }).catch(
         (err: unknown) => refusal(err),
       );
@@ -71,6 +79,14 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
       }
     }
     const seconds = outcome.duration_seconds ?? 0;
+    // Also for a file an earlier attempt imported: a crash may have come before its charge.
+    await handleCommand(
+      deps.store,
+      streams.drive(job.drive_id),
+      driveDecider,
+      { type: 'ChargeMediaSeconds', jobId: job.job_id, ref, seconds, now: now() },
+      { newId: deps.ids.uuid, metadata: { ...metadata, partition_key: job.drive_id } },
+    );
     secondsUsed += seconds;
     mediaStatus[ref] = { status: 'success', duration_seconds: seconds };
     ctx.log.info({ ref, seconds, bytes: outcome.size_bytes }, 'media file imported');
@@ -182,6 +198,13 @@ async function importOne(
     await deps.blobs.delete(key).catch(() => undefined);
     throw err;
   }
+}
+
+/** Why the drive cannot take `seconds` more media, or null when it can. */
+async function balanceShortfall(deps: ImportWorkDeps, driveId: string, seconds: number): Promise<string | null> {
+  const left = mediaSecondsLeft((await loadState(deps.store, streams.drive(driveId), driveDecider)).state);
+  if (left === null || left >= seconds) return null;
+  return `not enough media seconds: the file is ${seconds} s long and the drive has ${Math.max(0, Math.floor(left))} s left`;
 }
 
 function sequenceFile(

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createDrive } from '../../lib/app/admin';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
 import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
@@ -98,5 +99,24 @@ describe('POST /v1/jobs/import/project_media (HTTP, embedded adapters)', functio
     assert.equal(result.status, 'error');
     assert.ok(result.error_message);
     assert.equal(result.media_seconds_used, 0);
+  });
+
+  it('honours the drive media-seconds balance: a file that does not fit fails, and what imports is charged', async () => {
+    const drive = await createDrive(h.admin, { name: 'Small drive', mediaSeconds: 3 });
+    const res = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth(drive.token))
+      .send({
+        project_name: 'Budget',
+        add_media: { 'one.wav': { url: media.url('file', 'voice.wav') }, 'two.wav': { url: media.url('file', 'voice.wav') } },
+      });
+    const job = await h.waitForJob(res.body.job_id, undefined, 20_000, drive.token);
+    const result = job.result as Record<string, any>;
+    assert.equal(result.status, 'partial', JSON.stringify(result));
+    assert.equal(result.media_status['one.wav'].status, 'success');
+    assert.match(result.media_status['two.wav'].error_message, /not enough media seconds/);
+    const charges = (await h.store.readStream(`drive-${drive.drive_id}`)).filter((e) => e.type === 'MediaSecondsCharged');
+    assert.equal(charges.length, 1);
+    assert.ok(Math.abs((charges[0].data.seconds as number) - 2) < 0.1);
   });
 });

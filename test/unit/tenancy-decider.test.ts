@@ -1,4 +1,6 @@
+import assert from 'node:assert/strict';
 import {
+  mediaSecondsLeft,
   DEFAULT_SETTINGS,
   decideDrive,
   decideToken,
@@ -36,6 +38,22 @@ describe('tenancy deciders', () => {
     drive()
       .when({ type: 'UpdateDrive', changes: { partner: true }, now: T0 })
       .thenRejects('not_found'));
+
+  it('charges media seconds once per job and file, and not at all for an unlimited drive', () => {
+    const limited: DriveEvent = {
+      type: 'DriveCreated',
+      data: { ...driveData, settings: { ...DEFAULT_SETTINGS, media_seconds: 10 }, created_at: T0 },
+    };
+    const charged: DriveEvent = {
+      type: 'MediaSecondsCharged',
+      data: { drive_id: 'd', job_id: 'j', ref: 'a.wav', seconds: 4, charged_at: T0 },
+    };
+    drive(limited).when({ type: 'ChargeMediaSeconds', jobId: 'j', ref: 'a.wav', seconds: 4, now: T0 }).then([charged]);
+    drive(limited, charged).when({ type: 'ChargeMediaSeconds', jobId: 'j', ref: 'a.wav', seconds: 4, now: T0 }).then([]);
+    drive(driveCreated).when({ type: 'ChargeMediaSeconds', jobId: 'j', ref: 'a.wav', seconds: 4, now: T0 }).then([]);
+    const left = [limited, charged].reduce(evolveDrive, initialDriveState());
+    assert.equal(mediaSecondsLeft(left), 6);
+  });
 
   it('creates and revokes a token; revoking twice changes nothing', () => {
     token().when({ type: 'CreateToken', token: tokenData, now: T0 }).then([tokenCreated]);
