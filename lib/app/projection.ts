@@ -2,7 +2,7 @@ import type { EventStore, StoredEvent } from '../ports/event-store';
 import type { Doc, ReadStore } from '../ports/read-store';
 
 /**
- * Applies one event to the read document of its stream (STYLE §9). The document remembers the
+ * Applies events to the read document of their stream (STYLE §9). The document remembers the
  * revision of the last event applied, so a redelivered event changes nothing, and a write only
  * lands if nobody else moved the document meanwhile. A gap (an event missed) is healed by
  * folding the stream from the store.
@@ -12,28 +12,42 @@ export type DocEvolve = (doc: Doc | null, event: StoredEvent) => Doc | null;
 
 export type ApplyOutcome = 'applied' | 'duplicate' | 'rebuilt' | 'ignored';
 
+type Deps = { read: ReadStore; store: EventStore };
+
 export async function applyToDocument(
-  deps: { read: ReadStore; store: EventStore },
+  deps: Deps,
   collection: string,
   id: string,
   event: StoredEvent,
   evolve: DocEvolve,
 ): Promise<ApplyOutcome> {
+  return applyManyToDocument(deps, collection, id, [event], evolve);
+}
+
+/**
+ * The same for several events of one stream in revision order (replay), written once: one read
+ * and one compare-and-set write however many events there are.
+ */
+export async function applyManyToDocument(
+  deps: Deps,
+  collection: string,
+  id: string,
+  events: readonly StoredEvent[],
+  evolve: DocEvolve,
+): Promise<ApplyOutcome> {
+  const last = events[events.length - 1];
   for (let attempt = 0; attempt < 10; attempt++) {
     const current = await deps.read.get(collection, id);
     const rev = current?._rev ?? -1;
-    if (event.revision <= rev) return 'duplicate';
-    const gap = event.revision > rev + 1;
-    const next = gap ? await foldUpTo(deps.store, event, evolve) : evolve(current, event);
+    const fresh = events.filter((e) => e.revision > rev);
+    if (fresh.length === 0) return 'duplicate';
+    const gap = fresh[0].revision > rev + 1;
+    const next = gap ? await foldUpTo(deps.store, last, evolve) : foldFrom(current, fresh, evolve);
     if (next === null) return 'ignored';
-    const outcome = await deps.read.put(
-      collection,
-      { ...next, _id: id, _rev: gap ? next._rev : event.revision },
-      current ? current._rev : null,
-    );
+    const outcome = await deps.read.put(collection, { ...next, _id: id }, current ? current._rev : null);
     if (outcome === 'written') return gap ? 'rebuilt' : 'applied';
   }
-  throw new Error(`could not apply ${event.type} ${event.id} to ${collection}/${id}: too much contention`);
+  throw new Error(`could not apply ${last.type} ${last.id} to ${collection}/${id}: too much contention`);
 }
 
 async function foldUpTo(store: EventStore, event: StoredEvent, evolve: DocEvolve): Promise<Doc | null> {
@@ -41,12 +55,13 @@ async function foldUpTo(store: EventStore, event: StoredEvent, evolve: DocEvolve
   return foldDocument(events, evolve);
 }
 
-/** The document a stream's events make, from nothing (also used to answer before a projection caught up). */
-export function foldDocument(events: readonly StoredEvent[], evolve: DocEvolve): Doc | null {
-  let doc: Doc | null = null;
+function foldFrom(doc: Doc | null, events: readonly StoredEvent[], evolve: DocEvolve): Doc | null {
   for (const e of events) {
     const next = evolve(doc, e);
     doc = next ? { ...next, _rev: e.revision } : doc;
   }
   return doc;
 }
+
+/** The document a stream's events make, from nothing (also used to answer before a projection caught up). */
+export const foldDocument = (events: readonly StoredEvent[], evolve: DocEvolve): Doc | null => foldFrom(null, events, evolve);

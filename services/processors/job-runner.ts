@@ -81,11 +81,12 @@ export async function runJob(deps: RunnerDeps, job: Job, delivery: DeliveryConte
     log.info({ status: outcome.result.status, recorded: stopped.events.length > 0 }, 'job stopped');
   } catch (err) {
     if (cancelled.signal.aborted) return log.info('job cancelled; work stopped');
-    if (deps.shutdown.aborted) {
-      log.warn('shutting down mid-job; it resumes after restart');
-      throw err;
-    }
-    throw err; // infrastructure failure: the log redelivers and the next attempt resumes
+    // Shutdown or an infrastructure failure: the log redelivers and the next attempt resumes.
+    log.warn(
+      { err: deps.shutdown.aborted ? undefined : err },
+      deps.shutdown.aborted ? 'stopped mid-job by shutdown' : 'job attempt failed',
+    );
+    throw err;
   } finally {
     clearInterval(watcher);
   }

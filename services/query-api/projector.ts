@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { applyToDocument } from '../../lib/app/projection';
+import { applyManyToDocument, applyToDocument } from '../../lib/app/projection';
 import { streamCategory } from '../../lib/domain/ids';
 import type { EventLog } from '../../lib/ports/event-log';
 import type { EventStore, StoredEvent, Subscription } from '../../lib/ports/event-store';
@@ -25,6 +25,17 @@ export async function project(deps: Pick<ProjectorDeps, 'read' | 'store'>, event
     default:
       return; // drives, tokens and projects have no read model yet
   }
+}
+
+/** Projects a page of `$all` (replay): each document's events are folded and written once. */
+export async function projectMany(deps: Pick<ProjectorDeps, 'read' | 'store'>, events: readonly StoredEvent[]): Promise<void> {
+  const jobs = new Map<string, StoredEvent[]>();
+  for (const e of events) {
+    if (streamCategory(e.streamId) !== 'job') continue;
+    const id = String(e.data.job_id);
+    jobs.set(id, [...(jobs.get(id) ?? []), e]);
+  }
+  for (const [id, docEvents] of jobs) await applyManyToDocument(deps, JOBS, id, docEvents, evolveJobDoc);
 }
 
 export async function startProjector(deps: ProjectorDeps): Promise<Subscription> {

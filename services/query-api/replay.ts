@@ -1,7 +1,7 @@
 import type { EventStore } from '../../lib/ports/event-store';
 import type { ReadStore } from '../../lib/ports/read-store';
 import { JOBS } from './jobs-projection';
-import { prepareReadModels, project } from './projector';
+import { prepareReadModels, projectMany } from './projector';
 
 /**
  * Rebuilds every read model from position 0 of the event store. Safe beside a running
@@ -22,7 +22,7 @@ export async function replayReadModels(deps: {
   for (;;) {
     const page = await deps.store.readAll(after, deps.batchSize ?? 1000);
     if (page.length === 0) break;
-    for (const event of page) await project(deps, event);
+    await projectMany(deps, page);
     events += page.length;
     after = page[page.length - 1].position;
     deps.onProgress?.(events);
