@@ -56,6 +56,22 @@ describe('jobs: cancel, list, existing projects, sequences (HTTP, embedded adapt
       assert.equal(stream.filter((e) => e.type === 'JobStopped').length, 0);
     });
 
+    it('cancels a queued job (no processor running): 204, then cancelled and never started', async () => {
+      const idle = await startHarness({ processors: false });
+      try {
+        const res = await idle.http
+          .post('/v1/jobs/import/project_media')
+          .set(idle.auth())
+          .send({ project_name: 'Waiting', add_media: { 'a.wav': { url: media.url('file', 'a.wav') } } });
+        assert.equal((await idle.http.get(`/v1/jobs/${res.body.job_id}`).set(idle.auth())).body.job_state, 'queued');
+        assert.equal((await idle.http.delete(`/v1/jobs/${res.body.job_id}`).set(idle.auth())).status, 204);
+        const job = await idle.waitForJob(res.body.job_id, (j) => j.job_state === 'cancelled');
+        assert.ok(job.stopped_at);
+      } finally {
+        await idle.close();
+      }
+    });
+
     it('answers 409 conflict with state stopped for a finished job', async () => {
       const { job_id } = await startImport({ project_name: 'Quick', add_media: { 'a.wav': { url: media.url('file', 'a.wav') } } });
       await h.waitForJob(job_id);
