@@ -101,7 +101,12 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
       mediaStatus[ref] = { status: 'failed', error_message: sequence.error_message };
       continue;
     }
-    state = (await project({ type: 'AddMedia', file: sequence, now: now() })).state;
+    const added = await project({ type: 'AddMedia', file: sequence, now: now() }).catch((err: unknown) => refusal(err));
+    if ('error_message' in added) {
+      mediaStatus[ref] = { status: 'failed', error_message: added.error_message };
+      continue;
+    }
+    state = added.state;
     mediaStatus[ref] = { status: 'success', duration_seconds: sequence.duration_seconds ?? 0 };
   }
 

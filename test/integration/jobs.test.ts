@@ -150,6 +150,21 @@ describe('jobs: cancel, list, existing projects, sequences (HTTP, embedded adapt
   });
 
   describe('importing into an existing project', () => {
+    it('fails only the file when a concurrent import took the same reference first', async () => {
+      const { job_id, project_id } = await startImport({
+        project_name: 'Race',
+        add_media: { 'seed.wav': { url: media.url('file', 'a.wav') } },
+      });
+      await h.waitForJob(job_id);
+      const body = { project_id, add_media: { 'same.wav': { url: media.url('file', 'a.wav') } } };
+      const [a, b] = await Promise.all([startImport(body), startImport(body)]);
+      const [ja, jb] = [await h.waitForJob(a.job_id), await h.waitForJob(b.job_id)];
+      const statuses = [ja, jb].map((j) => (j.result as any).media_status['same.wav']);
+      assert.deepEqual(statuses.map((s) => s.status).sort(), ['failed', 'success']);
+      assert.match(statuses.find((s) => s.status === 'failed').error_message, /already exists/);
+      assert.deepEqual([ja, jb].map((j) => (j.result as any).status).sort(), ['error', 'success']);
+    });
+
     it('adds media, refuses a reference that exists (400) and a project of another drive (403)', async () => {
       const { job_id, project_id } = await startImport({
         project_name: 'Growing',
