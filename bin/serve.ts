@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import { openEventLog, openEventStore, openLogProducer, openReadStore } from '../lib/adapters/from-config';
+import { openEventLog, openEventStore, openLogProducer, openReadStore, openUrlRefusal } from '../lib/adapters/from-config';
 import { httpCommon } from '../lib/adapters/http-common';
 import { createReadStoreCheckpoints } from '../lib/adapters/read-store-checkpoints';
 import { randomIds, systemClock } from '../lib/adapters/system/clock';
@@ -34,7 +34,14 @@ runService('serve', async (config, logger) => {
   stops.unshift(proc.stop);
 
   const common = httpCommon(config, logger, store, readSide);
-  const commandApp = createCommandApp({ ...common, store, clock: systemClock, ids: randomIds, webUrl: config.webUrl });
+  const commandApp = createCommandApp({
+    ...common,
+    store,
+    clock: systemClock,
+    ids: randomIds,
+    webUrl: config.webUrl,
+    urlRefusal: openUrlRefusal(config),
+  });
   const queryApp = createQueryApp({ ...common, read: readSide.read, store });
   const server = createServer(routeByMethod(commandApp, queryApp));
   await new Promise<void>((resolve) => server.listen(config.port, resolve));

@@ -1,4 +1,5 @@
 import { cleanEnv, makeValidator, port, str, url } from 'envalid';
+import { parseAllowlist } from './adapters/http/outbound-fetcher';
 
 /**
  * Configuration from the environment (DESIGN §5). A malformed or unknown value stops start-up
@@ -22,12 +23,17 @@ const positiveInt = makeValidator<number>((input) => {
   if (!Number.isInteger(n) || n <= 0) throw new Error(`"${input}" is not a positive whole number`);
   return n;
 });
-const list = makeValidator<string[]>((input) =>
+const splitList = (input: string) =>
   input
     .split(',')
     .map((s) => s.trim())
-    .filter(Boolean),
-);
+    .filter(Boolean);
+const list = makeValidator<string[]>(splitList);
+const allowlist = makeValidator<string[]>((input) => {
+  const entries = splitList(input);
+  parseAllowlist(entries); // throws naming a malformed entry
+  return entries;
+});
 
 export type Config = ReturnType<typeof loadConfig>;
 
@@ -52,7 +58,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       AGENT_LLM_URL: url({ default: undefined }),
       AGENT_LLM_API_KEY: str({ default: undefined }),
       AGENT_MODELS_FILE: str({ default: undefined }),
-      OUTBOUND_ALLOWLIST: list({ default: [] }),
+      OUTBOUND_ALLOWLIST: allowlist({ default: [] }),
       SIGNING_SECRET: str({ default: undefined }),
       DOWNLOAD_URL_TTL: duration({ default: 3600 }),
       RATE_LIMIT_PER_MINUTE: positiveInt({ default: 600 }),

@@ -16,7 +16,7 @@ import { createSqliteReadStore } from './embedded/read-store';
 import { createEsdbEventStore } from './eventstoredb/event-store';
 import { createFfprobeProber } from './ffmpeg/prober';
 import { resolveFfmpegPaths } from './ffmpeg/binaries';
-import { createOutboundFetcher } from './http/outbound-fetcher';
+import { createOutboundFetcher, literalRefusal, parseAllowlist } from './http/outbound-fetcher';
 import { createAvroCodec } from './kafka/avro-codec';
 import { createKafkaEventLog, createKafkaProducer, ensureTopic } from './kafka/event-log';
 import { createLocalBlobStore } from './local/blob-store';
@@ -88,4 +88,10 @@ export function openMedia(config: Config) {
     prober: createFfprobeProber({ ffprobePath: ffprobe }),
     fetcher: createOutboundFetcher({ allowlist: config.outboundAllowlist, userAgent: 'Servicebot/1.0' }),
   };
+}
+
+/** The command API's early check of media and callback URLs against the outbound guard. */
+export function openUrlRefusal(config: Config): (url: string) => string | null {
+  const allowlist = parseAllowlist(config.outboundAllowlist);
+  return (url) => literalRefusal(url, allowlist);
 }

@@ -29,7 +29,16 @@ export type ImportPlan = {
 const mediaField = (ref: string) => `add_media[${JSON.stringify(ref)}]`;
 
 /** Checks every reference in the request; returns the plan or throws `invalid_input` naming the field. */
-export function planImport(body: ImportRequest, existingRefs: ReadonlySet<string>): ImportPlan {
+export function planImport(
+  body: ImportRequest,
+  existingRefs: ReadonlySet<string>,
+  urlRefusal: (url: string) => string | null = () => null,
+): ImportPlan {
+  const refuse = (field: string, url: string) => {
+    const reason = urlRefusal(url);
+    if (reason) throw invalidInput(`${field}: refused: ${reason}`);
+  };
+  if (body.callback_url) refuse('callback_url', body.callback_url);
   const media: ImportPlan['media'] = {};
   const urlRefs = new Set<string>();
   for (const [ref, item] of Object.entries(body.add_media ?? {})) {
@@ -40,6 +49,7 @@ export function planImport(body: ImportRequest, existingRefs: ReadonlySet<string
       throw invalidInput(`${field} must have exactly one of url, content_type with file_size, or tracks`);
     if (kinds[1]) throw invalidInput(`${field}: upload items are not supported yet; give a url`);
     if (item.url !== undefined) {
+      refuse(`${field}.url`, item.url);
       media[ref] = { url: item.url, language: item.language ?? null };
       urlRefs.add(ref);
     }

@@ -11,7 +11,14 @@ import { planImport, type ImportRequest } from '../../lib/app/import-plan';
 
 export type { ImportRequest };
 
-export type ImportDeps = { store: EventStore; clock: Clock; ids: Ids; webUrl: string };
+export type ImportDeps = {
+  store: EventStore;
+  clock: Clock;
+  ids: Ids;
+  webUrl: string;
+  /** Why a media or callback URL is refused from its text alone (internal address), or null. */
+  urlRefusal: (url: string) => string | null;
+};
 
 export async function acceptImport(deps: ImportDeps, who: Principal, body: ImportRequest, requestId: string) {
   if (body.project_id && body.project_name) throw invalidInput('project_name and project_id are mutually exclusive');
@@ -25,7 +32,7 @@ export async function acceptImport(deps: ImportDeps, who: Principal, body: Impor
   }
 
   const existing = body.project_id ? await loadExistingProject(deps, who, body.project_id) : new Set<string>();
-  const plan = planImport(body, existing);
+  const plan = planImport(body, existing, deps.urlRefusal);
 
   const now = deps.clock.now().toISOString();
   const jobId = importJobId(deps.ids.uuid());

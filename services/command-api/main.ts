@@ -1,4 +1,4 @@
-import { openEventStore, openReadStore } from '../../lib/adapters/from-config';
+import { openEventStore, openReadStore, openUrlRefusal } from '../../lib/adapters/from-config';
 import { httpCommon } from '../../lib/adapters/http-common';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { runService } from '../../lib/run-service';
@@ -15,6 +15,7 @@ runService('command-api', async (config, logger) => {
     clock: systemClock,
     ids: randomIds,
     webUrl: config.webUrl,
+    urlRefusal: openUrlRefusal(config),
   });
   return async () => {
     await service.stop();

@@ -133,6 +133,51 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
     });
   });
 
+  describe('outbound guard at acceptance (no allow list)', () => {
+    let strict: Harness;
+    before(async () => (strict = await startHarness({ allowlist: [] })));
+    after(async () => strict?.close());
+    const cases: [string, Record<string, unknown>, RegExp][] = [
+      [
+        'a loopback media URL',
+        { add_media: { 'a.wav': { url: 'http://127.0.0.1:8080/a.wav' } } },
+        /add_media\["a\.wav"\]\.url: refused: 127\.0\.0\.1 is an internal/,
+      ],
+      [
+        'a metadata-address media URL',
+        { add_media: { 'a.wav': { url: 'http://169.254.169.254/latest' } } },
+        /169\.254\.169\.254 is an internal/,
+      ],
+      ['a private IPv6 media URL', { add_media: { 'a.wav': { url: 'http://[fd00::1]/a.wav' } } }, /fd00::1 is an internal/],
+      [
+        'a localhost callback',
+        { add_media: { 'a.wav': { url: 'https://media.example.com/a.wav' } }, callback_url: 'http://localhost:3000/hook' },
+        /callback_url: refused: localhost/,
+      ],
+      [
+        'a private-range callback',
+        { add_media: { 'a.wav': { url: 'https://media.example.com/a.wav' } }, callback_url: 'http://10.1.2.3/hook' },
+        /callback_url: refused: 10\.1\.2\.3/,
+      ],
+    ];
+    for (const [what, body, message] of cases) {
+      it(`refuses ${what} with 400 naming the field`, async () => {
+        const res = await strict.http
+          .post('/v1/jobs/import/project_media')
+          .set(strict.auth())
+          .send({ project_name: 'x', ...body });
+        expectError(res, 400, 'invalid_input', message);
+      });
+    }
+    it('accepts public addresses and host names (checked again when fetched)', async () => {
+      const res = await strict.http
+        .post('/v1/jobs/import/project_media')
+        .set(strict.auth())
+        .send({ project_name: 'x', add_media: { 'a.wav': { url: 'http://media.invalid/a.wav' } }, callback_url: 'https://8.8.8.8/hook' });
+      assert.equal(res.status, 201);
+    });
+  });
+
   describe('rate limit', () => {
     it('answers 429 with Retry-After and the X-RateLimit headers once a token used its minute', async () => {
       const limited = await startHarness({ rateLimitPerMinute: 3 });

@@ -33,6 +33,13 @@ describe('configuration from the environment', () => {
     });
   }
 
+  it('refuses a malformed OUTBOUND_ALLOWLIST entry, naming the variable and the entry', () => {
+    assert.throws(
+      () => loadConfig({ OUTBOUND_ALLOWLIST: '127.0.0.1,10.0.0.0/99' }),
+      (err: Error) => err.message.includes('OUTBOUND_ALLOWLIST') && err.message.includes('10.0.0.0/99'),
+    );
+  });
+
   it('requires TRANSCRIBER_URL for the openai transcriber', () => {
     assert.throws(() => loadConfig({ TRANSCRIBER: 'openai' }), /TRANSCRIBER_URL/);
   });

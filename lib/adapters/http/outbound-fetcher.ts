@@ -78,6 +78,26 @@ function isHostAllowed(host: string, allowlist: ParsedAllowlist): boolean {
   return allowlist.hosts.has(host) || allowlist.domainSuffixes.some((suffix) => host.endsWith(suffix));
 }
 
+/**
+ * What can be refused from a URL alone, before any DNS look-up: a host that is a literal
+ * internal address, or localhost. The API answers these with 400 at once; names that resolve
+ * inward are refused when fetched.
+ */
+export function literalRefusal(rawUrl: string, allowlist: ParsedAllowlist): string | null {
+  let host: string;
+  try {
+    host = new URL(rawUrl).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    return 'is not a URL';
+  }
+  if (isHostAllowed(host, allowlist)) return null;
+  if (host === 'localhost' || host.endsWith('.localhost')) return `${host} is a loopback host; only public addresses can be fetched`;
+  if (ipaddr.isValid(host) && !isAddressAllowed(host, allowlist)) {
+    return `${host} is an internal (loopback, private or link-local) address; only public addresses can be fetched`;
+  }
+  return null;
+}
+
 // ---- fetcher ---------------------------------------------------------------------------------
 
 export interface OutboundFetcherOptions {
