@@ -44,7 +44,13 @@ export type JobCancelled = {
   readonly data: { readonly job_id: string; readonly stopped_at: string };
 };
 
-export type JobEvent = JobQueued | JobStarted | JobProgressed | JobStopped | JobCancelled;
+/** A graceful shutdown stopped an attempt; the job resumes after restart and the attempt does not count as failed. */
+export type JobInterrupted = {
+  readonly type: 'JobInterrupted';
+  readonly data: { readonly job_id: string; readonly attempt: number; readonly at: string };
+};
+
+export type JobEvent = JobQueued | JobStarted | JobProgressed | JobStopped | JobCancelled | JobInterrupted;
 
 // ---------------------------------------------------------------- state
 
@@ -54,6 +60,8 @@ export type JobState =
       readonly status: 'queued' | 'running' | 'stopped' | 'cancelled';
       readonly job: JobQueued['data'];
       readonly attempt: number;
+      /** Attempts ended by a graceful shutdown, not by a failure. */
+      readonly interruptions: number;
       readonly lastProgressPercent: number | null;
     };
 
@@ -62,7 +70,7 @@ export const initialJobState = (): JobState => ({ status: 'none' });
 export function evolveJob(state: JobState, event: JobEvent): JobState {
   switch (event.type) {
     case 'JobQueued':
-      return { status: 'queued', job: event.data, attempt: 0, lastProgressPercent: null };
+      return { status: 'queued', job: event.data, attempt: 0, interruptions: 0, lastProgressPercent: null };
     case 'JobStarted':
       return state.status === 'none' ? state : { ...state, status: 'running', attempt: event.data.attempt };
     case 'JobProgressed':
@@ -71,10 +79,16 @@ export function evolveJob(state: JobState, event: JobEvent): JobState {
       return state.status === 'none' ? state : { ...state, status: 'stopped' };
     case 'JobCancelled':
       return state.status === 'none' ? state : { ...state, status: 'cancelled' };
+    case 'JobInterrupted':
+      return state.status === 'none' ? state : { ...state, interruptions: state.interruptions + 1 };
     default:
       return assertNever(event);
   }
 }
+
+/** Attempts that ended in a failure or a crash (what the retry limit counts). */
+export const failedAttempts = (state: JobState): number =>
+  state.status === 'none' ? 0 : Math.max(0, state.attempt - 1 - state.interruptions);
 
 // ---------------------------------------------------------------- commands
 
@@ -88,8 +102,9 @@ export type StopJob = {
   readonly now: string;
 };
 export type CancelJob = { readonly type: 'CancelJob'; readonly now: string };
+export type InterruptJob = { readonly type: 'InterruptJob'; readonly now: string };
 
-export type JobCommand = QueueJob | StartJob | ReportProgress | StopJob | CancelJob;
+export type JobCommand = QueueJob | StartJob | ReportProgress | StopJob | CancelJob | InterruptJob;
 
 // ---------------------------------------------------------------- decide
 
@@ -127,6 +142,9 @@ export function decideJob(command: JobCommand, state: JobState): JobEvent[] | Re
       if (state.status === 'none') return reject(new AppError('not_found', 'job does not exist'));
       if (finished(state)) return reject(conflict(`job is already ${state.status}`, state.status));
       return [{ type: 'JobCancelled', data: { job_id: state.job.job_id, stopped_at: command.now } }];
+    case 'InterruptJob':
+      if (state.status !== 'running') return [];
+      return [{ type: 'JobInterrupted', data: { job_id: state.job.job_id, attempt: state.attempt, at: command.now } }];
     default:
       return assertNever(command);
   }

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { handleCommand, loadState } from '../../lib/app/command-handler';
 import { jobDecider } from '../../lib/app/deciders';
-import type { JobQueued } from '../../lib/domain/job';
+import { failedAttempts, type JobQueued } from '../../lib/domain/job';
 import { streams } from '../../lib/domain/ids';
 import type { Clock, Ids } from '../../lib/ports/clock';
 import type { DeliveryContext } from '../../lib/ports/event-log';
@@ -49,7 +49,7 @@ export async function runJob(deps: RunnerDeps, job: Job, delivery: DeliveryConte
   const started = await command({ type: 'StartJob', now: now() });
   if (started.events.length === 0) return log.debug('job already finished; nothing to do');
   const attempt = started.state.status === 'none' ? 1 : started.state.attempt;
-  if (attempt > (deps.maxAttempts ?? 3)) {
+  if (failedAttempts(started.state) >= (deps.maxAttempts ?? 3)) {
     log.error({ attempt }, 'job failed on every attempt; stopping it with an error');
     const result = { status: 'error', error_code: 'internal_error', error_message: 'the job failed repeatedly and was given up' };
     await command({ type: 'StopJob', result, projectUrl: null, now: now() });
@@ -81,12 +81,14 @@ export async function runJob(deps: RunnerDeps, job: Job, delivery: DeliveryConte
     log.info({ status: outcome.result.status, recorded: stopped.events.length > 0 }, 'job stopped');
   } catch (err) {
     if (cancelled.signal.aborted) return log.info('job cancelled; work stopped');
-    // Shutdown or an infrastructure failure: the log redelivers and the next attempt resumes.
-    log.warn(
-      { err: deps.shutdown.aborted ? undefined : err },
-      deps.shutdown.aborted ? 'stopped mid-job by shutdown' : 'job attempt failed',
-    );
-    throw err;
+    if (deps.shutdown.aborted) {
+      // Recorded so this attempt does not count against the retry limit (deploys restart processors).
+      await command({ type: 'InterruptJob', now: now() }).catch((e: unknown) => log.warn({ err: e }, 'could not record the interruption'));
+      log.info({ attempt }, 'stopped mid-job by shutdown; it resumes after restart');
+    } else {
+      log.warn({ err, attempt }, 'job attempt failed; the log will deliver it again');
+    }
+    throw err; // left uncommitted: the log redelivers and the next attempt resumes
   } finally {
     clearInterval(watcher);
   }

@@ -35,6 +35,9 @@ export function evolveJobDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
     case 'JobProgressed':
       if (!doc || doc.job_state !== 'running') return doc;
       return { ...doc, progress: { label: event.data.label, percent: event.data.percent, last_update_at: event.data.at } };
+    case 'JobInterrupted':
+      if (!doc || doc.job_state !== 'running') return doc;
+      return { ...doc, progress: { ...(doc.progress as object), label: 'interrupted; resumes shortly', last_update_at: event.data.at } };
     case 'JobStopped': {
       if (!doc) return null;
       const { progress: _p, ...rest } = doc;

@@ -123,6 +123,40 @@ describe('e2e: the service process', function () {
     assert.ok(restarted >= 2, 'the jobs cut off by the kill were started again and finished');
   });
 
+  it('resumes an import after a graceful stop (SIGTERM) without counting it as a failed attempt', async () => {
+    const env = { DATA_DIR: mkdtempSync(join(tmpdir(), 'e2e-data-')), OUTBOUND_ALLOWLIST: '127.0.0.1' };
+    let svc = await startService(env);
+    const drive = await admin(env, 'drive', 'create', '--name', 'Deploy drive');
+    const res = await api(svc, drive.token).post('/jobs/import/project_media', {
+      project_name: 'Deploy',
+      add_media: { 'long.wav': { url: media.url('slow', 'long.wav') } },
+    });
+    const { job_id } = (await res.json()) as { job_id: string };
+    await waitFor(async () => ((await (await api(svc, drive.token).get(`/jobs/${job_id}`)).json()) as any).job_state === 'running', {
+      timeoutMs: 20_000,
+    });
+    svc.child.kill('SIGTERM');
+    assert.equal(await svc.exited, 0);
+    svc = await startService(env);
+    try {
+      const job = await waitFor(
+        async () => {
+          const j = (await (await api(svc, drive.token).get(`/jobs/${job_id}`)).json()) as any;
+          return j.job_state === 'stopped' ? j : null;
+        },
+        { timeoutMs: 60_000, intervalMs: 200, what: 'the import to finish after the restart' },
+      );
+      assert.equal(job.result.status, 'success');
+    } finally {
+      svc.child.kill('SIGTERM');
+      await svc.exited;
+    }
+    const store = createSqliteEventStore({ path: join(env.DATA_DIR, 'events.sqlite') });
+    const types = (await store.readStream(`job-${job_id}`)).map((e) => e.type).filter((t) => t !== 'JobProgressed');
+    await store.close();
+    assert.deepEqual(types, ['JobQueued', 'JobStarted', 'JobInterrupted', 'JobStarted', 'JobStopped']);
+  });
+
   it('refuses to start on a malformed variable, naming it', async () => {
     await assert.rejects(
       startService({ DATA_DIR: mkdtempSync(join(tmpdir(), 'e2e-data-')), RATE_LIMIT_PER_MINUTE: 'lots' }),

@@ -39,6 +39,7 @@ const domainEvents: DomainEvent[] = [
     data: { job_id: JOB, result: { status: 'success', media_seconds_used: 12.5 }, project_url: `${URL}/1e7d4`, stopped_at: T },
   },
   { type: 'JobCancelled', data: { job_id: JOB, stopped_at: T } },
+  { type: 'JobInterrupted', data: { job_id: JOB, attempt: 2, at: T } },
   { type: 'MediaSecondsCharged', data: { drive_id: DRIVE, job_id: JOB, ref: 'cam-a.mp4', seconds: 12.5, charged_at: T } },
   {
     type: 'ProjectCreated',

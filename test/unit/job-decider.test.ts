@@ -1,4 +1,5 @@
-import { decideJob, evolveJob, initialJobState, type JobEvent } from '../../lib/domain/job';
+import assert from 'node:assert/strict';
+import { decideJob, evolveJob, failedAttempts, initialJobState, type JobEvent } from '../../lib/domain/job';
 import { specFor } from '../fixtures/given';
 
 const given = specFor({ initialState: initialJobState, evolve: evolveJob, decide: decideJob });
@@ -60,5 +61,20 @@ describe('job decider', () => {
     given(queued, started, stopped).when({ type: 'CancelJob', now: T1 }).thenRejects('conflict', { state: 'stopped' }));
   it('refuses to cancel a cancelled job with conflict and its state', () =>
     given(queued, cancelled).when({ type: 'CancelJob', now: T1 }).thenRejects('conflict', { state: 'cancelled' }));
+  it('records an interruption of a running job, and of nothing else', () => {
+    const interrupted: JobEvent = { type: 'JobInterrupted', data: { job_id: job.job_id, attempt: 1, at: T1 } };
+    given(queued, started).when({ type: 'InterruptJob', now: T1 }).then([interrupted]);
+    given(queued).when({ type: 'InterruptJob', now: T1 }).then([]);
+    given(queued, started, stopped).when({ type: 'InterruptJob', now: T1 }).then([]);
+  });
+  it('counts failed attempts without the interrupted ones', () => {
+    const restart = (attempt: number): JobEvent => ({ type: 'JobStarted', data: { job_id: job.job_id, attempt, started_at: T1 } });
+    const interrupted: JobEvent = { type: 'JobInterrupted', data: { job_id: job.job_id, attempt: 1, at: T1 } };
+    const fold = (...events: JobEvent[]) => events.reduce(evolveJob, initialJobState());
+    assert.equal(failedAttempts(fold(queued, started)), 0);
+    assert.equal(failedAttempts(fold(queued, started, restart(2), restart(3))), 2);
+    assert.equal(failedAttempts(fold(queued, started, interrupted, restart(2))), 0);
+  });
+
   it('refuses to cancel a job that does not exist', () => given().when({ type: 'CancelJob', now: T1 }).thenRejects('not_found'));
 });
