@@ -1,4 +1,3 @@
-import { pipeline, Transform } from 'node:stream';
 import { v5 as uuidv5 } from 'uuid';
 import { handleCommand, loadState } from '../../lib/app/command-handler';
 import { projectDecider } from '../../lib/app/deciders';
@@ -13,6 +12,7 @@ import type { EventStore } from '../../lib/ports/event-store';
 import type { MediaProber } from '../../lib/ports/media';
 import type { OutboundFetcher } from '../../lib/ports/outbound';
 import type { ImportPlan } from '../../lib/app/import-plan';
+import { importOne, type FileOutcome } from './fetch-media';
 import type { JobContext, WorkOutcome } from './job-runner';
 
 /** The work of an import job: fetch, probe and store each URL, then sequences, then compositions. */
@@ -32,7 +32,6 @@ export type ImportWorkDeps = {
 type MediaStatus = { status: 'success'; duration_seconds: number } | { status: 'failed'; error_message: string };
 
 const COMPOSITION_NAMESPACE = '5b0f2f55-6c1e-4f0e-9a43-0e4b1c2d7a10';
-const USER_AGENT = 'Servicebot/1.0';
 
 export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promise<WorkOutcome> {
   const { job, signal } = ctx;
@@ -146,65 +145,6 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
   return { result, projectUrl: url };
 }
 
-type FileOutcome = Parameters<typeof projectDecider.decide>[0] extends infer C
-  ? C extends { type: 'AddMedia'; file: infer F }
-    ? F
-    : never
-  : never;
-
-async function importOne(
-  deps: ImportWorkDeps,
-  ctx: JobContext,
-  ref: string,
-  item: { url: string; language: string | null },
-  report: (fraction: number) => Promise<void>,
-): Promise<FileOutcome> {
-  const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(deps.downloadTimeoutMs)]);
-  const response = await deps.fetcher.get(item.url, { signal, headers: { 'user-agent': USER_AGENT } });
-  if (response.contentLength !== undefined && response.contentLength > deps.mediaMaxBytes) {
-    response.body.destroy();
-    throw new AppError('invalid_input', `the file is ${response.contentLength} bytes; the limit is ${deps.mediaMaxBytes}`);
-  }
-  const key = `${ctx.job.drive_id}/${ctx.job.project_id}/${deps.ids.uuid()}${extensionOf(item.url)}`;
-  let received = 0;
-  let lastReport = 0;
-  const counter = new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      received += chunk.length;
-      if (response.contentLength && received - lastReport > response.contentLength / 20) {
-        lastReport = received;
-        void report(0.8 * (received / response.contentLength!)).catch(() => undefined);
-      }
-      cb(null, chunk);
-    },
-  });
-  // pipeline (not pipe) so an aborted or failed download errors the stream the blob store reads.
-  const counted = pipeline(response.body, counter, () => undefined);
-  const { size } = await deps.blobs.put(key, counted, { signal });
-  try {
-    await report(0.85);
-    const probe = await deps.prober.probe(deps.blobs.localPath(key), { signal });
-    if (probe.type === 'other') throw new AppError('invalid_input', 'the file has no audio, video or image stream');
-    return {
-      project_id: ctx.job.project_id,
-      ref,
-      media_type: probe.type,
-      duration_seconds: probe.type === 'image' ? null : (probe.durationSeconds ?? 0),
-      blob_key: key,
-      size_bytes: size,
-      has_audio: probe.hasAudio,
-      has_video: probe.hasVideo,
-      source_url: item.url,
-      language: item.language,
-      tracks: null,
-      job_id: ctx.job.job_id,
-    };
-  } catch (err) {
-    await deps.blobs.delete(key).catch(() => undefined);
-    throw err;
-  }
-}
-
 /** Why the drive cannot take `seconds` more media, or null when it can. */
 async function balanceShortfall(deps: ImportWorkDeps, driveId: string, seconds: number): Promise<string | null> {
   const left = mediaSecondsLeft((await loadState(deps.store, streams.drive(driveId), driveDecider)).state);
@@ -263,8 +203,3 @@ function refusal(err: unknown): { error_message: string } {
 function rethrow(err: unknown): never {
   throw err;
 }
-
-const extensionOf = (url: string): string => {
-  const m = /\.([A-Za-z0-9]{1,5})$/.exec(new URL(url).pathname);
-  return m ? `.${m[1].toLowerCase()}` : '';
-};
