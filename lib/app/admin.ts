@@ -4,7 +4,7 @@ import { DEFAULT_SETTINGS, type DriveSettings, type DriveUpdated } from '../doma
 import type { Clock, Ids } from '../ports/clock';
 import type { EventStore } from '../ports/event-store';
 import { handleCommand, loadState } from './command-handler';
-import { driveDecider, tokenDecider } from './tenancy';
+import { driveDecider, tokenDecider } from './deciders';
 import { generateToken, generateWebhookSecret } from './tokens';
 
 /** Operator use cases behind `npm run admin` (DESIGN §6). They write to the event store only. */

@@ -1,13 +1,10 @@
 import { AppError } from '../domain/errors';
 import { streams } from '../domain/ids';
-import { decideDrive, decideToken, evolveDrive, evolveToken, initialDriveState, initialTokenState } from '../domain/tenancy';
 import type { Clock } from '../ports/clock';
 import type { EventStore } from '../ports/event-store';
 import { loadState } from './command-handler';
+import { driveDecider, tokenDecider } from './deciders';
 import { tokenIdOf, tokenMatches } from './tokens';
-
-export const driveDecider = { initialState: initialDriveState, evolve: evolveDrive, decide: decideDrive };
-export const tokenDecider = { initialState: initialTokenState, evolve: evolveToken, decide: decideToken };
 
 export type Principal = { driveId: string; driveName: string; userId: string; tokenId: string };
 

@@ -1,5 +1,5 @@
 import { invalidInput } from '../domain/errors';
-import type { Filter } from '../ports/read-store';
+import type { Condition, Filter } from '../ports/read-store';
 
 /**
  * Keyset pagination over (sort value, _id), newest first: a cursor is the position of the last
@@ -19,12 +19,7 @@ export function decodeCursor(cursor: string): [string, string] {
 }
 
 /** `base` restricted to items after the cursor in descending (field, _id) order. */
-export function afterCursorDesc(base: Record<string, Filter[keyof Filter]>, field: string, cursor: [string, string]): Filter {
+export function afterCursorDesc(base: Record<string, Condition>, field: string, cursor: [string, string]): Filter {
   const [value, id] = cursor;
-  return {
-    $or: [
-      { ...base, [field]: { $lt: value } },
-      { ...base, [field]: value, _id: { $lt: id } },
-    ],
-  } as Filter;
+  return { ...base, $or: [{ [field]: { $lt: value } }, { [field]: value, _id: { $lt: id } }] };
 }

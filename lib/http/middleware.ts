@@ -2,17 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import { AppError } from '../domain/errors';
+import type { Principal } from '../app/tenancy';
 
 /** Koa plumbing shared by command-api and query-api. */
 
-export type AuthState = {
-  readonly driveId: string;
-  readonly driveName: string;
-  readonly userId: string;
-  readonly tokenId: string;
-};
-
-export type ApiState = { requestId: string; log: Logger; auth: AuthState };
+export type ApiState = { requestId: string; log: Logger; auth: Principal };
 export type ApiContext = Context & { state: ApiState };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

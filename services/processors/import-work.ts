@@ -1,7 +1,6 @@
 import { v5 as uuidv5 } from 'uuid';
 import { handleCommand, loadState } from '../../lib/app/command-handler';
-import { projectDecider } from '../../lib/app/deciders';
-import { driveDecider } from '../../lib/app/tenancy';
+import { driveDecider, projectDecider } from '../../lib/app/deciders';
 import { mediaSecondsLeft } from '../../lib/domain/tenancy';
 import { AppError } from '../../lib/domain/errors';
 import { projectUrl, streams } from '../../lib/domain/ids';
