@@ -23,21 +23,30 @@ export async function handleCommand<C, E extends { type: string; data: object },
   streamId: string,
   decider: Decider<C, E, S>,
   command: C,
-  deps: { newId: () => string; metadata: EventMetadata; maxAttempts?: number },
+  deps: {
+    newId: () => string;
+    /** Fixed, or derived from the folded state (e.g. a job's project id as partition key). */
+    metadata: EventMetadata | ((state: S) => EventMetadata);
+    /** Runs on the folded state before deciding: throw to refuse (e.g. another drive's resource). */
+    check?: (state: S) => void;
+    maxAttempts?: number;
+  },
 ): Promise<HandleResult<E, S>> {
   const maxAttempts = deps.maxAttempts ?? 5;
   for (let attempt = 1; ; attempt++) {
     const stored = await store.readStream(streamId);
     const state = foldStream(stored, decider.evolve, decider.initialState());
+    deps.check?.(state);
     const decided = decider.decide(command, state);
     if (isRejection(decided)) throw decided.error;
     const revision = stored.length === 0 ? null : stored[stored.length - 1].revision;
     if (decided.length === 0) return { events: [], state, revision };
+    const metadata = typeof deps.metadata === 'function' ? deps.metadata(state) : deps.metadata;
     const toAppend: NewEvent[] = decided.map((e) => ({
       id: deps.newId(),
       type: e.type,
       data: e.data as Record<string, unknown>,
-      metadata: deps.metadata,
+      metadata,
     }));
     const result = await store.append(streamId, toAppend, revision === null ? 'no_stream' : revision);
     if (result.ok) {

@@ -1,7 +1,7 @@
 import { handleCommand, loadState } from '../../lib/app/command-handler';
 import { jobDecider, projectDecider } from '../../lib/app/deciders';
 import type { Principal } from '../../lib/app/tenancy';
-import { AppError, forbidden, invalidInput, notFound } from '../../lib/domain/errors';
+import { forbidden, invalidInput, notFound } from '../../lib/domain/errors';
 import { importJobId, projectUrl, streams } from '../../lib/domain/ids';
 import type { Clock, Ids } from '../../lib/ports/clock';
 import type { EventStore } from '../../lib/ports/event-store';
@@ -94,20 +94,25 @@ async function loadExistingProject(deps: ImportDeps, who: Principal, projectId: 
   return new Set(Object.keys(state.media));
 }
 
+/** One read of the job stream: the drive check and the decision see the same state. */
 export async function cancelJob(deps: ImportDeps, who: Principal, jobId: string, requestId: string): Promise<void> {
-  const { state } = await loadState(deps.store, streams.job(jobId), jobDecider);
-  if (state.status === 'none') throw notFound(`job ${jobId} does not exist`);
-  if (state.job.drive_id !== who.driveId) throw forbidden(`job ${jobId} belongs to another drive`);
-  const metadata = { partition_key: state.job.project_id, correlation_id: requestId, drive_id: who.driveId, user_id: who.userId };
-  const result = await handleCommand(
+  await handleCommand(
     deps.store,
     streams.job(jobId),
     jobDecider,
     { type: 'CancelJob', now: deps.clock.now().toISOString() },
     {
       newId: () => deps.ids.uuid(),
-      metadata,
+      check: (state) => {
+        if (state.status === 'none') throw notFound(`job ${jobId} does not exist`);
+        if (state.job.drive_id !== who.driveId) throw forbidden(`job ${jobId} belongs to another drive`);
+      },
+      metadata: (state) => ({
+        partition_key: state.status === 'none' ? jobId : state.job.project_id,
+        correlation_id: requestId,
+        drive_id: who.driveId,
+        user_id: who.userId,
+      }),
     },
   );
-  if (result.events.length === 0) throw new AppError('internal_error', 'cancel produced no event');
 }
