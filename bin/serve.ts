@@ -1,50 +1,60 @@
-import { createServer } from 'node:http';
-import { openEventLog, openEventStore, openLogProducer, openReadStore, openUrlRefusal } from '../lib/adapters/from-config';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { openEventStore, openReadStore, openUrlRefusal } from '../lib/adapters/from-config';
 import { httpCommon } from '../lib/adapters/http-common';
-import { createReadStoreCheckpoints } from '../lib/adapters/read-store-checkpoints';
 import { randomIds, systemClock } from '../lib/adapters/system/clock';
+import { createBalanceReader } from '../lib/app/balance';
 import { routeByMethod } from '../lib/http/gateway';
+import { createHttpServer } from '../lib/http/listen';
+import { createMetrics } from '../lib/observability/metrics';
+import { withChildMetrics } from '../lib/observability/wiring';
 import { runService } from '../lib/run-service';
+import { supervise } from '../lib/supervise';
 import { createApp as createCommandApp } from '../services/command-api/app';
-import * as processors from '../services/processors';
-import { processorsDeps } from '../services/processors/from-config';
 import { createApp as createQueryApp } from '../services/query-api/app';
-import { startProjector } from '../services/query-api/projector';
-import * as relay from '../services/relay';
 
 /**
- * All-in-one composition root (`npm start`): command-api, query-api (with its projector) and
- * processors in one process, on one port, on the embedded adapters unless servers are configured
- * (then the relay runs here too). Stops in reverse order of dependence.
+ * All-in-one composition root (`npm start`): command-api and query-api on one port in this
+ * process, and job work, projections and (with Kafka) the relay in a supervised child process
+ * (bin/worker), so a fault in job work never stops the APIs. The port is taken before the worker
+ * starts: a port in use stops start-up with one line, not after jobs began.
  */
 runService('serve', async (config, logger) => {
+  const metrics = createMetrics();
   const store = openEventStore(config);
   const readSide = await openReadStore(config);
-  const log = await openEventLog(config, store, logger);
-  const stops: (() => Promise<void>)[] = [];
-
-  if (config.kafka) {
-    const producer = await openLogProducer(config, logger);
-    const r = await relay.start({ store, producer, checkpoints: createReadStoreCheckpoints(readSide.read), logger });
-    stops.push(r.stop, () => producer.close());
-  }
-  const projector = await startProjector({ log, read: readSide.read, store, logger });
-  stops.unshift(() => projector.close());
-  const proc = await processors.start(processorsDeps(config, logger, store, log));
-  stops.unshift(proc.stop);
-
   const common = httpCommon(config, logger, store, readSide);
-  const commandApp = createCommandApp({
+  let worker: ReturnType<typeof supervise> | null = null;
+  const shared = {
     ...common,
+    metrics: withChildMetrics(metrics, () => worker?.request('metrics') ?? Promise.resolve(null)),
+    ready: async () => {
+      await common.ready();
+      if (!worker?.ready()) throw new Error('the job worker is not running (it is being restarted)');
+    },
+  };
+  const commandApp = createCommandApp({
+    ...shared,
     store,
     clock: systemClock,
     ids: randomIds,
     webUrl: config.webUrl,
     urlRefusal: openUrlRefusal(config),
+    balance: createBalanceReader({ store, read: readSide.read }),
   });
-  const queryApp = createQueryApp({ ...common, read: readSide.read, store });
-  const server = createServer(routeByMethod(commandApp, queryApp));
-  await new Promise<void>((resolve) => server.listen(config.port, resolve));
+  const queryApp = createQueryApp({ ...shared, read: readSide.read, store });
+  const server = createHttpServer(routeByMethod(commandApp, queryApp));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, () => (server.off('error', reject), resolve()));
+  });
+
+  worker = supervise({
+    modulePath: join(__dirname, `worker${__filename.endsWith('.ts') ? '.ts' : '.js'}`),
+    // Stable while this process lives, so a restarted worker takes its predecessor's claims over at once.
+    env: { ...process.env, WORKER_ID: config.workerId ?? `${hostname()}:serve:${process.pid}` },
+    logger,
+  });
   logger.info(
     { port: config.port, base_url: config.baseUrl, mode: config.kafka ? 'distributed' : 'embedded' },
     'media project service listening',
@@ -52,8 +62,7 @@ runService('serve', async (config, logger) => {
 
   return async () => {
     await new Promise<void>((resolve) => (server.close(() => resolve()), server.closeIdleConnections()));
-    for (const stop of stops) await stop().catch((err) => logger.error({ err }, 'error while stopping'));
-    await log.close();
+    await worker?.stop();
     await readSide.close();
     await store.close();
   };

@@ -68,6 +68,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       MEDIA_MAX_BYTES: positiveInt({ default: 2 * 1024 ** 3 }),
       MEDIA_DOWNLOAD_TIMEOUT: duration({ default: 1800 }),
       PROCESSOR_CONCURRENCY: positiveInt({ default: 4 }),
+      WORKER_ID: str({ default: undefined }),
     },
     {
       reporter: ({ errors }) => {
@@ -103,5 +104,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     mediaMaxBytes: raw.MEDIA_MAX_BYTES,
     mediaDownloadTimeoutSeconds: raw.MEDIA_DOWNLOAD_TIMEOUT,
     processorConcurrency: raw.PROCESSOR_CONCURRENCY,
+    workerId: raw.WORKER_ID,
   };
 }

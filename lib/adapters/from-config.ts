@@ -7,9 +7,11 @@ import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterMongo, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../config';
 import { EVENT_SCHEMA_DIR } from '../paths';
+import type { DeadLetterStore } from '../ports/dead-letters';
 import type { EventLog, LogProducer } from '../ports/event-log';
 import type { EventStore } from '../ports/event-store';
 import type { ReadStore } from '../ports/read-store';
+import { createSqliteDeadLetterStore } from './embedded/dead-letters';
 import { createEmbeddedEventLog } from './embedded/event-log';
 import { createSqliteEventStore, type SqliteEventStore } from './embedded/event-store';
 import { createSqliteReadStore } from './embedded/read-store';
@@ -20,6 +22,7 @@ import { createOutboundFetcher, literalRefusal, parseAllowlist } from './http/ou
 import { createAvroCodec } from './kafka/avro-codec';
 import { createKafkaEventLog, createKafkaProducer, ensureTopic } from './kafka/event-log';
 import { createLocalBlobStore } from './local/blob-store';
+import { createMongoDeadLetterStore } from './mongodb/dead-letters';
 import { createMongoReadStore } from './mongodb/read-store';
 
 /**
@@ -46,15 +49,30 @@ export function kafkaClient(config: Config, logger: Logger): Kafka {
   });
 }
 
+/**
+ * Where poison events go: a table beside the events (embedded), or a MongoDB collection next to
+ * the read models (distributed), so operators can list, retry and drop them.
+ */
+export function openDeadLetters(config: Config, readSide: ReadSide): DeadLetterStore & { close(): Promise<void> } {
+  if (readSide.mongo) {
+    const store = createMongoDeadLetterStore(readSide.mongo.db());
+    return Object.assign(store, { close: async () => undefined });
+  }
+  mkdirSync(config.dataDir, { recursive: true });
+  const store = createSqliteDeadLetterStore({ path: join(config.dataDir, 'events.sqlite') });
+  return Object.assign(store, { close: async () => store.close() });
+}
+
 /** The log consumers read: Kafka when configured, else the embedded store's `$all`. */
-export async function openEventLog(config: Config, store: EventStore, logger: Logger): Promise<EventLog> {
+export async function openEventLog(config: Config, store: EventStore, logger: Logger, deadLetters: DeadLetterStore): Promise<EventLog> {
   if (config.kafka) {
     const kafka = kafkaClient(config, logger);
     await ensureTopic(kafka, config.kafka.topic, config.kafka.partitions);
-    return createKafkaEventLog({ kafka, topic: config.kafka.topic, codec: createAvroCodec({ schemaDir: EVENT_SCHEMA_DIR }), logger });
+    const codec = createAvroCodec({ schemaDir: EVENT_SCHEMA_DIR });
+    return createKafkaEventLog({ kafka, topic: config.kafka.topic, codec, logger, deadLetters });
   }
   if (!isSqlite(store)) throw new Error('invalid configuration: KAFKA_BROKERS: required when ESDB_URL is set');
-  return createEmbeddedEventLog({ store, logger });
+  return createEmbeddedEventLog({ store, logger, deadLetters });
 }
 
 export async function openLogProducer(config: Config, logger: Logger): Promise<LogProducer> {

@@ -6,7 +6,10 @@ import type { EventStore } from '../ports/event-store';
 import { openRateLimiter, type ReadSide } from './from-config';
 import { systemClock } from './system/clock';
 
-/** What both APIs' `createApp` need besides their own stores: auth, rate limit, schemas, health. */
+/**
+ * What both APIs' `createApp` need besides their own stores: auth, rate limit, schemas, and the
+ * readiness check (the event store can be written, the read store answers).
+ */
 export function httpCommon(config: Config, logger: Logger, store: EventStore, readSide: ReadSide) {
   return {
     logger,
@@ -14,6 +17,9 @@ export function httpCommon(config: Config, logger: Logger, store: EventStore, re
     limiter: openRateLimiter(config, readSide.mongo),
     maxRequestBytes: config.maxRequestBytes,
     schemas: loadSchemas(),
-    health: async () => void (await Promise.all([store.readStream('health-check'), readSide.read.get('health', 'check')])),
+    ready: async () => {
+      const probe = (store as { probeWritable?: () => Promise<void> }).probeWritable;
+      await Promise.all([probe ? probe.call(store) : store.readStream('health-check'), readSide.read.get('health', 'check')]);
+    },
   };
 }

@@ -1,4 +1,5 @@
 import { invalidInput } from '../domain/errors';
+import type { ImportMediaItem, ImportPlan } from '../domain/import';
 import type { TeamAccess } from '../domain/project';
 
 /**
@@ -19,11 +20,7 @@ export type ImportRequest = {
   callback_url?: string;
 };
 
-/** What the processor gets: the request with every reference checked and defaults filled in. */
-export type ImportPlan = {
-  media: Record<string, { url: string; language: string | null } | { tracks: { media: string; offset: number }[] }>;
-  compositions: { name: string; clips: string[]; width: number; height: number }[];
-};
+export type { ImportPlan };
 
 /** `add_media["a b.mp4"]`: the field as the user wrote it, also for refs with dots or slashes. */
 const mediaField = (ref: string) => `add_media[${JSON.stringify(ref)}]`;
@@ -39,7 +36,8 @@ export function planImport(
     if (reason) throw invalidInput(`${field}: refused: ${reason}`);
   };
   if (body.callback_url) refuse('callback_url', body.callback_url);
-  const media: ImportPlan['media'] = {};
+  // Maps, not objects: references are user-chosen names, and "constructor" must not resolve.
+  const media = new Map<string, ImportMediaItem>();
   const urlRefs = new Set<string>();
   for (const [ref, item] of Object.entries(body.add_media ?? {})) {
     const field = mediaField(ref);
@@ -50,7 +48,7 @@ export function planImport(
     if (kinds[1]) throw invalidInput(`${field}: upload items are not supported yet; give a url`);
     if (item.url !== undefined) {
       refuse(`${field}.url`, item.url);
-      media[ref] = { url: item.url, language: item.language ?? null };
+      media.set(ref, { url: item.url, language: item.language ?? null });
       urlRefs.add(ref);
     }
   }
@@ -62,15 +60,15 @@ export function planImport(
       }
       return { media: t.media, offset: t.offset ?? 0 };
     });
-    media[ref] = { tracks };
+    media.set(ref, { tracks });
   }
   const compositions = (body.add_compositions ?? []).map((c, i) => {
     c.clips.forEach((clip, j) => {
-      if (!(clip.media in media) && !existingRefs.has(clip.media)) {
+      if (!media.has(clip.media) && !existingRefs.has(clip.media)) {
         throw invalidInput(`add_compositions[${i}].clips[${j}].media: "${clip.media}" is not a media reference of this request or project`);
       }
     });
     return { name: c.name, clips: c.clips.map((clip) => clip.media), width: c.width ?? 1920, height: c.height ?? 1080 };
   });
-  return { media, compositions };
+  return { media: [...media], compositions };
 }

@@ -66,3 +66,10 @@ export const isRejection = (x: unknown): x is Rejection => typeof x === 'object'
 export function assertNever(x: never): never {
   throw new Error(`unexpected value: ${JSON.stringify(x)}`);
 }
+
+/**
+ * The default branch of an `evolve`: exhaustive at compile time, tolerant at run time. An event
+ * type this version does not know (written by a newer one during a rolling deploy) leaves the
+ * state as it is instead of stopping every reader.
+ */
+export const ignoreUnknown = <S>(_event: never, state: S): S => state;

@@ -1,29 +1,64 @@
-import { AppError, assertNever, conflict, reject, type Rejection } from './errors';
+import { AppError, assertNever, conflict, ignoreUnknown, reject, type Rejection } from './errors';
+import type { ImportPlan, ImportResult } from './import';
 
-/** The lifecycle of a background job (DESIGN §3 Jobs): queued → running → stopped | cancelled. */
+/**
+ * The lifecycle of a background job (DESIGN §3 Jobs): queued → running → stopped | cancelled.
+ * A worker runs a job under a claim: `JobStarted` names the worker and a lease it renews while it
+ * works. Another worker may take the job over only once the lease has lapsed (or was released by
+ * a graceful shutdown), and every later write of an attempt names that attempt, so a worker that
+ * lost its claim can record nothing: no two attempts of one job ever count at once.
+ */
+
+// ---------------------------------------------------------------- job types
+
+/** Each job type's request and result (STYLE §13): agent and publish add their own members. */
+export type JobSpec = { readonly job_type: 'import/project_media'; readonly request: ImportPlan };
+export type JobType = JobSpec['job_type'];
+
+/** The result of a job that could not run to its own result (given up after repeated failures). */
+export type FailedJobResult = { readonly status: 'error'; readonly error_code: string; readonly error_message: string };
+export type JobResult = ImportResult | FailedJobResult;
 
 // ---------------------------------------------------------------- events
-
-export type JobType = 'import/project_media' | 'agent' | 'publish';
 
 export type JobQueued = {
   readonly type: 'JobQueued';
   readonly data: {
     readonly job_id: string;
-    readonly job_type: JobType;
     readonly drive_id: string;
     readonly project_id: string;
     readonly project_url: string;
     readonly created_by: string;
     readonly callback_url: string | null;
-    /** The accepted request, normalized: what the processor needs to do the work. */
-    readonly request: Record<string, unknown>;
     readonly created_at: string;
-  };
+  } & JobSpec;
 };
+/** A worker claimed the job: attempt `attempt` runs until `lease_until` unless renewed. */
 export type JobStarted = {
   readonly type: 'JobStarted';
-  readonly data: { readonly job_id: string; readonly attempt: number; readonly started_at: string };
+  readonly data: {
+    readonly job_id: string;
+    readonly attempt: number;
+    readonly started_at: string;
+    /** Absent on events written before claims had leases: such a claim is free to take over. */
+    readonly worker_id?: string | null;
+    readonly lease_until?: string | null;
+  };
+};
+export type JobLeaseRenewed = {
+  readonly type: 'JobLeaseRenewed';
+  readonly data: { readonly job_id: string; readonly attempt: number; readonly lease_until: string };
+};
+/** Imported media consumed from the drive's balance, recorded on the job (one per media reference). */
+export type MediaSecondsCharged = {
+  readonly type: 'MediaSecondsCharged';
+  readonly data: {
+    readonly drive_id: string;
+    readonly job_id: string;
+    readonly ref: string;
+    readonly seconds: number;
+    readonly charged_at: string;
+  };
 };
 export type JobProgressed = {
   readonly type: 'JobProgressed';
@@ -33,7 +68,7 @@ export type JobStopped = {
   readonly type: 'JobStopped';
   readonly data: {
     readonly job_id: string;
-    readonly result: Record<string, unknown>;
+    readonly result: JobResult;
     /** Set when the result names a composition: the project URL then carries its short id. */
     readonly project_url: string | null;
     readonly stopped_at: string;
@@ -50,7 +85,8 @@ export type JobInterrupted = {
   readonly data: { readonly job_id: string; readonly attempt: number; readonly at: string };
 };
 
-export type JobEvent = JobQueued | JobStarted | JobProgressed | JobStopped | JobCancelled | JobInterrupted;
+export type JobEvent =
+  JobQueued | JobStarted | JobLeaseRenewed | JobProgressed | MediaSecondsCharged | JobStopped | JobCancelled | JobInterrupted;
 
 // ---------------------------------------------------------------- state
 
@@ -63,6 +99,11 @@ export type JobState =
       /** Attempts ended by a graceful shutdown, not by a failure. */
       readonly interruptions: number;
       readonly lastProgressPercent: number | null;
+      /** The claim of the current attempt; `lease_until` null: released, free to take over. */
+      readonly worker_id: string | null;
+      readonly lease_until: string | null;
+      /** Media references already charged, so a retried job is charged once per file. */
+      readonly charged: ReadonlySet<string>;
     };
 
 export const initialJobState = (): JobState => ({ status: 'none' });
@@ -70,9 +111,30 @@ export const initialJobState = (): JobState => ({ status: 'none' });
 export function evolveJob(state: JobState, event: JobEvent): JobState {
   switch (event.type) {
     case 'JobQueued':
-      return { status: 'queued', job: event.data, attempt: 0, interruptions: 0, lastProgressPercent: null };
+      return {
+        status: 'queued',
+        job: event.data,
+        attempt: 0,
+        interruptions: 0,
+        lastProgressPercent: null,
+        worker_id: null,
+        lease_until: null,
+        charged: new Set(),
+      };
     case 'JobStarted':
-      return state.status === 'none' ? state : { ...state, status: 'running', attempt: event.data.attempt };
+      if (state.status === 'none') return state;
+      return {
+        ...state,
+        status: state.status === 'queued' || state.status === 'running' ? 'running' : state.status,
+        attempt: event.data.attempt,
+        worker_id: event.data.worker_id ?? null,
+        lease_until: event.data.lease_until ?? null,
+      };
+    case 'JobLeaseRenewed':
+      if (state.status === 'none' || event.data.attempt !== state.attempt) return state;
+      return { ...state, lease_until: event.data.lease_until };
+    case 'MediaSecondsCharged':
+      return state.status === 'none' ? state : { ...state, charged: new Set(state.charged).add(event.data.ref) };
     case 'JobProgressed':
       return state.status === 'none' ? state : { ...state, lastProgressPercent: event.data.percent };
     case 'JobStopped':
@@ -80,9 +142,9 @@ export function evolveJob(state: JobState, event: JobEvent): JobState {
     case 'JobCancelled':
       return state.status === 'none' ? state : { ...state, status: 'cancelled' };
     case 'JobInterrupted':
-      return state.status === 'none' ? state : { ...state, interruptions: state.interruptions + 1 };
+      return state.status === 'none' ? state : { ...state, interruptions: state.interruptions + 1, lease_until: null };
     default:
-      return assertNever(event);
+      return ignoreUnknown(event, state);
   }
 }
 
@@ -93,45 +155,107 @@ export const failedAttempts = (state: JobState): number =>
 // ---------------------------------------------------------------- commands
 
 export type QueueJob = { readonly type: 'QueueJob'; readonly job: Omit<JobQueued['data'], 'created_at'>; readonly now: string };
-export type StartJob = { readonly type: 'StartJob'; readonly now: string };
-export type ReportProgress = { readonly type: 'ReportProgress'; readonly label: string; readonly percent: number; readonly now: string };
+/** Claims the job for `workerId` until `now + leaseMs`. Refused while another worker's lease runs. */
+export type ClaimJob = { readonly type: 'ClaimJob'; readonly workerId: string; readonly leaseMs: number; readonly now: string };
+export type RenewLease = { readonly type: 'RenewLease'; readonly attempt: number; readonly leaseMs: number; readonly now: string };
+export type ReportProgress = {
+  readonly type: 'ReportProgress';
+  readonly attempt: number;
+  readonly label: string;
+  readonly percent: number;
+  readonly now: string;
+};
+export type ChargeMediaSeconds = {
+  readonly type: 'ChargeMediaSeconds';
+  readonly attempt: number;
+  readonly ref: string;
+  readonly seconds: number;
+  readonly now: string;
+};
 export type StopJob = {
   readonly type: 'StopJob';
-  readonly result: Record<string, unknown>;
+  readonly attempt: number;
+  readonly result: JobResult;
   readonly projectUrl: string | null;
   readonly now: string;
 };
 export type CancelJob = { readonly type: 'CancelJob'; readonly now: string };
-export type InterruptJob = { readonly type: 'InterruptJob'; readonly now: string };
+export type InterruptJob = { readonly type: 'InterruptJob'; readonly attempt: number; readonly now: string };
 
-export type JobCommand = QueueJob | StartJob | ReportProgress | StopJob | CancelJob | InterruptJob;
+export type JobCommand = QueueJob | ClaimJob | RenewLease | ReportProgress | ChargeMediaSeconds | StopJob | CancelJob | InterruptJob;
 
 // ---------------------------------------------------------------- decide
 
 const finished = (s: JobState) => s.status === 'stopped' || s.status === 'cancelled';
 
+/** The attempt that holds the job now: only its writes count. */
+const holds = (state: JobState, attempt: number) => state.status === 'running' && state.attempt === attempt;
+
+const leaseEnd = (now: string, ms: number) => new Date(Date.parse(now) + ms).toISOString();
+
+/** A claim that can be taken over: released, lapsed, or the same worker restarted. */
+const claimable = (state: Exclude<JobState, { status: 'none' }>, workerId: string, now: string) =>
+  state.lease_until === null || Date.parse(state.lease_until) <= Date.parse(now) || state.worker_id === workerId;
+
+/** Refusal of a claim while another worker's lease runs: a typed outcome the runner waits on. */
+export const CLAIM_HELD = 'claimed';
+
 /**
  * Decides what a command means for a job. An empty list is a no-op (for example progress on a
- * job that was cancelled meanwhile), never an error: processors race with DELETE by design.
+ * job that was cancelled meanwhile, or a result from an attempt that lost its claim), never an
+ * error: processors race with DELETE and with each other by design.
  */
 export function decideJob(command: JobCommand, state: JobState): JobEvent[] | Rejection {
   switch (command.type) {
     case 'QueueJob':
       if (state.status !== 'none') return reject(new AppError('conflict', 'job already exists', { extra: { state: state.status } }));
       return [{ type: 'JobQueued', data: { ...command.job, created_at: command.now } }];
-    case 'StartJob':
+    case 'ClaimJob': {
       if (state.status === 'none') return reject(new AppError('not_found', 'job does not exist'));
       if (finished(state)) return [];
-      // Starting a job that is already running is a restart after a crash: a new attempt.
-      return [{ type: 'JobStarted', data: { job_id: state.job.job_id, attempt: state.attempt + 1, started_at: command.now } }];
+      if (state.status === 'running' && !claimable(state, command.workerId, command.now)) {
+        return reject(conflict(`job is claimed by ${state.worker_id} until ${state.lease_until}`, CLAIM_HELD));
+      }
+      const data = {
+        job_id: state.job.job_id,
+        attempt: state.attempt + 1,
+        started_at: command.now,
+        worker_id: command.workerId,
+        lease_until: leaseEnd(command.now, command.leaseMs),
+      };
+      return [{ type: 'JobStarted', data }];
+    }
+    case 'RenewLease':
+      if (!holds(state, command.attempt) || state.status !== 'running') return [];
+      return [
+        {
+          type: 'JobLeaseRenewed',
+          data: { job_id: state.job.job_id, attempt: command.attempt, lease_until: leaseEnd(command.now, command.leaseMs) },
+        },
+      ];
     case 'ReportProgress': {
-      if (state.status !== 'running') return [];
+      if (!holds(state, command.attempt) || state.status !== 'running') return [];
       const percent = Math.max(0, Math.min(100, Math.round(command.percent)));
       return [{ type: 'JobProgressed', data: { job_id: state.job.job_id, label: command.label, percent, at: command.now } }];
     }
+    case 'ChargeMediaSeconds':
+      if (!holds(state, command.attempt) || state.status !== 'running') return [];
+      if (state.charged.has(command.ref) || command.seconds <= 0) return [];
+      return [
+        {
+          type: 'MediaSecondsCharged',
+          data: {
+            drive_id: state.job.drive_id,
+            job_id: state.job.job_id,
+            ref: command.ref,
+            seconds: command.seconds,
+            charged_at: command.now,
+          },
+        },
+      ];
     case 'StopJob':
       if (state.status === 'none') return reject(new AppError('not_found', 'job does not exist'));
-      if (finished(state)) return []; // stopped exactly once; a late or duplicate result is dropped
+      if (finished(state) || !holds(state, command.attempt)) return []; // stopped once, by the attempt that holds it
       return [
         {
           type: 'JobStopped',
@@ -143,7 +267,7 @@ export function decideJob(command: JobCommand, state: JobState): JobEvent[] | Re
       if (finished(state)) return reject(conflict(`job is already ${state.status}`, state.status));
       return [{ type: 'JobCancelled', data: { job_id: state.job.job_id, stopped_at: command.now } }];
     case 'InterruptJob':
-      if (state.status !== 'running') return [];
+      if (!holds(state, command.attempt) || state.status !== 'running') return [];
       return [{ type: 'JobInterrupted', data: { job_id: state.job.job_id, attempt: state.attempt, at: command.now } }];
     default:
       return assertNever(command);

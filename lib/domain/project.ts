@@ -1,4 +1,4 @@
-import { AppError, assertNever, invalidInput, reject, type Rejection } from './errors';
+import { AppError, assertNever, ignoreUnknown, invalidInput, reject, type Rejection } from './errors';
 import { shortIdOf } from './ids';
 
 /** A project: media files and compositions (DESIGN §4). */
@@ -70,7 +70,8 @@ export type ProjectState =
   | {
       readonly exists: true;
       readonly project: ProjectCreated['data'];
-      readonly media: Readonly<Record<string, MediaFile>>;
+      /** By media reference. A Map: references are user-chosen names (`constructor` is a valid one). */
+      readonly media: ReadonlyMap<string, MediaFile>;
       readonly compositions: readonly Composition[];
       readonly updatedAt: string;
     };
@@ -80,11 +81,11 @@ export const initialProjectState = (): ProjectState => ({ exists: false });
 export function evolveProject(state: ProjectState, event: ProjectEvent): ProjectState {
   switch (event.type) {
     case 'ProjectCreated':
-      return { exists: true, project: event.data, media: {}, compositions: [], updatedAt: event.data.created_at };
+      return { exists: true, project: event.data, media: new Map(), compositions: [], updatedAt: event.data.created_at };
     case 'MediaImported': {
       if (!state.exists) return state;
       const { project_id: _p, ...file } = event.data;
-      return { ...state, media: { ...state.media, [file.ref]: file }, updatedAt: file.imported_at };
+      return { ...state, media: new Map(state.media).set(file.ref, file), updatedAt: file.imported_at };
     }
     case 'CompositionCreated': {
       if (!state.exists) return state;
@@ -92,7 +93,7 @@ export function evolveProject(state: ProjectState, event: ProjectEvent): Project
       return { ...state, compositions: [...state.compositions, composition], updatedAt: composition.created_at };
     }
     default:
-      return assertNever(event);
+      return ignoreUnknown(event, state);
   }
 }
 
@@ -101,9 +102,9 @@ export const compositionDuration = (clips: readonly Clip[]): number =>
   Math.round(clips.reduce((sum, c) => sum + (c.out - c.in), 0) * 1000) / 1000;
 
 /** `video` when any clip's media has video (a sequence: any of its tracks). */
-export function compositionMediaType(clips: readonly Clip[], media: Readonly<Record<string, MediaFile>>): 'video' | 'audio' {
+export function compositionMediaType(clips: readonly Clip[], media: ReadonlyMap<string, MediaFile>): 'video' | 'audio' {
   const hasVideo = (ref: string, depth = 0): boolean => {
-    const m = media[ref];
+    const m = media.get(ref);
     if (!m || depth > 4) return false;
     return m.has_video || (m.tracks ?? []).some((t) => hasVideo(t.media, depth + 1));
   };
@@ -144,7 +145,7 @@ export function decideProject(command: ProjectCommand, state: ProjectState): Pro
       return [{ type: 'ProjectCreated', data: { ...command.project, created_at: command.now } }];
     case 'AddMedia': {
       if (!state.exists) return reject(new AppError('not_found', 'project does not exist'));
-      const existing = state.media[command.file.ref];
+      const existing = state.media.get(command.file.ref);
       if (existing) {
         if (existing.job_id === command.file.job_id) return [];
         return reject(invalidInput(`media reference "${command.file.ref}" already exists in the project`));
@@ -156,7 +157,7 @@ export function decideProject(command: ProjectCommand, state: ProjectState): Pro
       if (state.compositions.some((c) => c.origin === command.origin)) return [];
       const clips: Clip[] = [];
       for (const ref of command.clipMedia) {
-        const m = state.media[ref];
+        const m = state.media.get(ref);
         if (m && m.duration_seconds !== null) clips.push({ media: ref, in: 0, out: m.duration_seconds });
       }
       const taken = new Set(state.compositions.map((c) => c.short_id));

@@ -1,4 +1,5 @@
-import { AppError, assertNever, reject, type Rejection } from './errors';
+import { AppError, assertNever, ignoreUnknown, reject, type Rejection } from './errors';
+import type { MediaSecondsCharged } from './job';
 
 /** Drives (workspaces), their settings and balances, and the API tokens scoped to them. */
 
@@ -36,18 +37,12 @@ export type DriveUpdated = {
     readonly updated_at: string;
   };
 };
-/** Imported media consumed from the drive's balance; one per job and media reference. */
-export type MediaSecondsCharged = {
-  readonly type: 'MediaSecondsCharged';
-  readonly data: {
-    readonly drive_id: string;
-    readonly job_id: string;
-    readonly ref: string;
-    readonly seconds: number;
-    readonly charged_at: string;
-  };
-};
-export type DriveEvent = DriveCreated | DriveUpdated | MediaSecondsCharged;
+/**
+ * Legacy: charges were once appended to the drive stream (one per imported file), which made it
+ * a hot spot. They are now recorded on the job's stream (see job.ts); old ones still count here.
+ */
+export type LegacyMediaSecondsCharged = MediaSecondsCharged;
+export type DriveEvent = DriveCreated | DriveUpdated | LegacyMediaSecondsCharged;
 
 export type TokenCreated = {
   readonly type: 'TokenCreated';
@@ -74,8 +69,6 @@ export type DriveState =
       readonly name: string;
       readonly webhookSecret: string;
       readonly settings: DriveSettings;
-      /** "<job_id>#<ref>" of every charge, so a retried job is charged once. */
-      readonly charged: ReadonlySet<string>;
     };
 
 export const initialDriveState = (): DriveState => ({ exists: false });
@@ -89,7 +82,6 @@ export function evolveDrive(state: DriveState, event: DriveEvent): DriveState {
         name: event.data.name,
         webhookSecret: event.data.webhook_secret,
         settings: event.data.settings,
-        charged: new Set(),
       };
     case 'DriveUpdated': {
       if (!state.exists) return state;
@@ -99,17 +91,18 @@ export function evolveDrive(state: DriveState, event: DriveEvent): DriveState {
     case 'MediaSecondsCharged': {
       if (!state.exists) return state;
       const left = state.settings.media_seconds === null ? null : state.settings.media_seconds - event.data.seconds;
-      return { ...state, settings: { ...state.settings, media_seconds: left }, charged: new Set(state.charged).add(chargeKey(event.data)) };
+      return { ...state, settings: { ...state.settings, media_seconds: left } };
     }
     default:
-      return assertNever(event);
+      return ignoreUnknown(event, state);
   }
 }
 
-const chargeKey = (c: { job_id: string; ref: string }) => `${c.job_id}#${c.ref}`;
-
-/** Seconds the drive may still import; `null` when unlimited. */
-export const mediaSecondsLeft = (state: DriveState): number | null => (state.exists ? state.settings.media_seconds : 0);
+/**
+ * The drive's media-seconds allowance (what the admin granted, less legacy charges); `null` when
+ * unlimited. What is left is this minus the charges recorded on jobs (the balance read model).
+ */
+export const mediaSecondsAllowance = (state: DriveState): number | null => (state.exists ? state.settings.media_seconds : 0);
 
 export type TokenState =
   { readonly exists: false } | { readonly exists: true; readonly token: TokenCreated['data']; readonly revoked: boolean };
@@ -123,7 +116,7 @@ export function evolveToken(state: TokenState, event: TokenEvent): TokenState {
     case 'TokenRevoked':
       return state.exists ? { ...state, revoked: true } : state;
     default:
-      return assertNever(event);
+      return ignoreUnknown(event, state);
   }
 }
 
@@ -141,19 +134,7 @@ export const DEFAULT_SETTINGS: DriveSettings = {
 
 export type CreateDrive = { readonly type: 'CreateDrive'; readonly drive: Omit<DriveCreated['data'], 'created_at'>; readonly now: string };
 export type UpdateDrive = { readonly type: 'UpdateDrive'; readonly changes: DriveUpdated['data']['changes']; readonly now: string };
-/**
- * Records usage. It never refuses for lack of balance: the processor checks the balance before
- * it imports a file, and under concurrent imports the balance may end slightly below zero.
- */
-export type ChargeMediaSeconds = {
-  readonly type: 'ChargeMediaSeconds';
-  readonly jobId: string;
-  readonly ref: string;
-  readonly seconds: number;
-  readonly now: string;
-};
-
-export function decideDrive(command: CreateDrive | UpdateDrive | ChargeMediaSeconds, state: DriveState): DriveEvent[] | Rejection {
+export function decideDrive(command: CreateDrive | UpdateDrive, state: DriveState): DriveEvent[] | Rejection {
   switch (command.type) {
     case 'CreateDrive':
       if (state.exists) return reject(new AppError('conflict', 'drive already exists', { extra: { state: 'exists' } }));
@@ -166,14 +147,6 @@ export function decideDrive(command: CreateDrive | UpdateDrive | ChargeMediaSeco
       }
       if (Object.keys(command.changes).length === 0) return [];
       return [{ type: 'DriveUpdated', data: { drive_id: state.driveId, changes: command.changes, updated_at: command.now } }];
-    }
-    case 'ChargeMediaSeconds': {
-      if (!state.exists) return reject(new AppError('not_found', 'drive does not exist'));
-      const charge = { job_id: command.jobId, ref: command.ref };
-      if (state.settings.media_seconds === null || state.charged.has(chargeKey(charge)) || command.seconds <= 0) return [];
-      return [
-        { type: 'MediaSecondsCharged', data: { drive_id: state.driveId, ...charge, seconds: command.seconds, charged_at: command.now } },
-      ];
     }
     default:
       return assertNever(command);

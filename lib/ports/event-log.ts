@@ -10,7 +10,15 @@ export interface DeliveryContext {
   heartbeat(): Promise<void>;
 }
 
-export type LogHandler = (event: StoredEvent, ctx: DeliveryContext) => Promise<void>;
+/**
+ * What a handler returns. `undefined`: the event is handled. `{ settled }`: the handler took the
+ * event on and finishes it later (a job handed to a pool): delivery goes on at once, and the
+ * log commits past the event only once `settled` resolves. A rejected `settled` counts as a
+ * failed try, like a thrown error.
+ */
+export type HandlerOutcome = void | { readonly settled: Promise<void> };
+
+export type LogHandler = (event: StoredEvent, ctx: DeliveryContext) => Promise<HandlerOutcome>;
 
 export interface SubscribeOptions {
   /**
@@ -20,14 +28,40 @@ export interface SubscribeOptions {
   readonly concurrency?: number;
   /** Where a group with no checkpoint starts: `earliest` (default) or `latest`. */
   readonly startAt?: 'earliest' | 'latest';
+  /**
+   * Tries before an event (or an undecodable message) is given up: it goes to the dead-letter
+   * store with the reason, and the checkpoint moves past it. Default 5.
+   */
+  readonly maxAttempts?: number;
+  /** At most this many events taken on but not yet settled; delivery pauses beyond it. Default 512. */
+  readonly maxInFlight?: number;
+  /**
+   * Called once when the subscription can no longer consume (the consumer crashed for good, the
+   * store is gone). The service then reports not ready and exits so an orchestrator restarts it.
+   */
+  readonly onFatal?: (err: Error) => void;
+}
+
+export interface SubscriptionStatus {
+  readonly group: string;
+  /** False once the subscription can no longer consume. */
+  readonly running: boolean;
+  /** Events known to be in the log but not yet handled by this member (null when unknown). */
+  readonly lag: number | null;
+}
+
+export interface LogSubscription extends Subscription {
+  status(): SubscriptionStatus;
 }
 
 export interface EventLog {
   /**
    * Joins consumer group `group`. A handler that throws is retried with back-off (the event is
-   * not committed), so handlers must be idempotent.
+   * not committed), so handlers must be idempotent; after `maxAttempts` tries the event goes to
+   * the dead-letter store and the group moves on. Letters of this group that an operator marks
+   * for retry are handled again by a running member.
    */
-  subscribe(group: string, handler: LogHandler, options?: SubscribeOptions): Promise<Subscription>;
+  subscribe(group: string, handler: LogHandler, options?: SubscribeOptions): Promise<LogSubscription>;
   close(): Promise<void>;
 }
 

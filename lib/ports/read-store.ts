@@ -53,6 +53,8 @@ export type PutOutcome = 'written' | 'stale';
 export interface ReadStore {
   get(collection: string, id: string): Promise<Doc | null>;
   find(collection: string, filter: Filter, options?: FindOptions): Promise<Doc[]>;
+  /** The sum of the numeric `field` over the documents matching `filter` (0 when none). */
+  sum(collection: string, filter: Filter, field: string): Promise<number>;
   /**
    * Writes `doc` only when the stored document's `_rev` equals `expectedRev`
    * (`null`: no document may exist). Otherwise returns `stale` and changes nothing.

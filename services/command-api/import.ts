@@ -1,7 +1,8 @@
 import { handleCommand, loadState } from '../../lib/app/command-handler';
 import { jobDecider, projectDecider } from '../../lib/app/deciders';
+import type { BalanceReader } from '../../lib/app/balance';
 import type { Principal } from '../../lib/app/tenancy';
-import { forbidden, invalidInput, notFound } from '../../lib/domain/errors';
+import { AppError, forbidden, invalidInput, notFound } from '../../lib/domain/errors';
 import { importJobId, projectUrl, streams } from '../../lib/domain/ids';
 import type { Clock, Ids } from '../../lib/ports/clock';
 import type { EventStore } from '../../lib/ports/event-store';
@@ -18,6 +19,7 @@ export type ImportDeps = {
   webUrl: string;
   /** Why a media or callback URL is refused from its text alone (internal address), or null. */
   urlRefusal: (url: string) => string | null;
+  balance: BalanceReader;
 };
 
 export async function acceptImport(deps: ImportDeps, who: Principal, body: ImportRequest, requestId: string) {
@@ -33,6 +35,13 @@ export async function acceptImport(deps: ImportDeps, who: Principal, body: Impor
 
   const existing = body.project_id ? await loadExistingProject(deps, who, body.project_id) : new Set<string>();
   const plan = planImport(body, existing, deps.urlRefusal);
+  if (plan.media.some(([, item]) => 'url' in item)) {
+    // Each file is checked again when it is imported; this only refuses a drive with nothing left.
+    const left = await deps.balance.left(who.driveId);
+    if (left !== null && left <= 0) {
+      throw new AppError('payment_required', `the drive has no media seconds left (${Math.floor(left)} s); ask its admin for more`);
+    }
+  }
 
   const now = deps.clock.now().toISOString();
   const jobId = importJobId(deps.ids.uuid());
@@ -78,7 +87,7 @@ export async function acceptImport(deps: ImportDeps, who: Principal, body: Impor
         project_url: url,
         created_by: who.userId,
         callback_url: body.callback_url ?? null,
-        request: plan as unknown as Record<string, unknown>,
+        request: plan,
       },
       now,
     },
@@ -91,7 +100,7 @@ async function loadExistingProject(deps: ImportDeps, who: Principal, projectId: 
   const { state } = await loadState(deps.store, streams.project(projectId), projectDecider);
   if (!state.exists) throw notFound(`project ${projectId} does not exist`);
   if (state.project.drive_id !== who.driveId) throw forbidden(`project ${projectId} belongs to another drive`);
-  return new Set(Object.keys(state.media));
+  return new Set(state.media.keys());
 }
 
 /** One read of the job stream: the drive check and the decision see the same state. */

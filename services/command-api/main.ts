@@ -1,15 +1,19 @@
 import { openEventStore, openReadStore, openUrlRefusal } from '../../lib/adapters/from-config';
 import { httpCommon } from '../../lib/adapters/http-common';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
+import { createBalanceReader } from '../../lib/app/balance';
+import { createMetrics } from '../../lib/observability/metrics';
 import { runService } from '../../lib/run-service';
 import { start } from './index';
 
-/** Composition root of command-api (the read store only backs the shared rate limiter). */
+/** Composition root of command-api (the read store backs the shared rate limiter and balance checks). */
 runService('command-api', async (config, logger) => {
   const store = openEventStore(config);
   const readSide = await openReadStore(config);
   const service = await start({
     ...httpCommon(config, logger, store, readSide),
+    metrics: createMetrics(),
+    balance: createBalanceReader({ store, read: readSide.read }),
     port: config.port,
     store,
     clock: systemClock,

@@ -1,19 +1,32 @@
+import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { openMedia } from '../../lib/adapters/from-config';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
+import { createBalanceReader } from '../../lib/app/balance';
 import type { Config } from '../../lib/config';
 import type { EventLog } from '../../lib/ports/event-log';
 import type { EventStore } from '../../lib/ports/event-store';
+import type { ReadStore } from '../../lib/ports/read-store';
+import type { JobObserver } from './job-runner';
 import type { ProcessorsDeps } from './index';
 
-/** The processors' dependencies from configuration, shared by main.ts and the all-in-one serve. */
-export const processorsDeps = (config: Config, logger: Logger, store: EventStore, log: EventLog): ProcessorsDeps => ({
+/** The processors' dependencies from configuration, shared by main.ts and the all-in-one worker. */
+export const processorsDeps = (
+  config: Config,
+  logger: Logger,
+  stores: { store: EventStore; read: ReadStore; log: EventLog },
+  extra: { observer?: JobObserver; onFatal?: (err: Error) => void } = {},
+): ProcessorsDeps => ({
   ...openMedia(config),
-  log,
-  store,
+  ...stores,
+  ...extra,
   logger,
   clock: systemClock,
   ids: randomIds,
+  // Stable across restarts of the same worker (its claims are taken over at once), distinct
+  // between live workers: the host name (a container's) and this process, unless set.
+  workerId: config.workerId ?? `${hostname()}:${process.pid}`,
+  balance: createBalanceReader(stores),
   webUrl: config.webUrl,
   mediaMaxBytes: config.mediaMaxBytes,
   downloadTimeoutMs: config.mediaDownloadTimeoutSeconds * 1000,

@@ -1,30 +1,40 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { handleCommand, loadState } from '../../lib/app/command-handler';
+import { handleCommand, loadState, type HandleResult } from '../../lib/app/command-handler';
 import { jobDecider } from '../../lib/app/deciders';
-import { failedAttempts, type JobQueued } from '../../lib/domain/job';
+import { AppError } from '../../lib/domain/errors';
+import { CLAIM_HELD, failedAttempts, type JobCommand, type JobEvent, type JobQueued, type JobResult, type JobState } from '../../lib/domain/job';
 import { streams } from '../../lib/domain/ids';
 import type { Clock, Ids } from '../../lib/ports/clock';
-import type { DeliveryContext } from '../../lib/ports/event-log';
 import type { EventStore } from '../../lib/ports/event-store';
 
 /**
- * Runs one job from the log: start it, do the work while watching for cancellation, stop it
- * exactly once. The job stream's expected revision makes every step safe against a second
- * worker or a redelivery: a stopped or cancelled job is never started or stopped again.
+ * Runs one job under a claim: claim it (a lease on the job stream), do the work while renewing
+ * the lease and watching for cancellation or a later claim, stop it exactly once. Every write of
+ * the attempt names the attempt, so a worker that lost its claim (rebalance, a second worker, a
+ * lease that lapsed while it was cut off) records nothing and stops.
  */
 
 export type Job = JobQueued['data'];
 
-export type WorkOutcome = { result: Record<string, unknown>; projectUrl: string | null };
+export type WorkOutcome = { result: JobResult; projectUrl: string | null };
 
 export interface JobContext {
   readonly job: Job;
   readonly attempt: number;
-  /** Aborted when the job is cancelled or the process shuts down. */
+  /** Aborted when the job is cancelled, the claim is lost, or the process shuts down. */
   readonly signal: AbortSignal;
   /** Records progress (throttled: at most one event a second unless the label changes). */
   progress(label: string, percent: number): Promise<void>;
+  /** Records media seconds consumed by `ref`, once per job and reference. */
+  charge(ref: string, seconds: number): Promise<void>;
   readonly log: Logger;
+}
+
+/** What operators see of jobs (metrics); optional. */
+export interface JobObserver {
+  started(job: Job): void;
+  finished(job: Job, outcome: 'success' | 'partial' | 'error' | 'cancelled' | 'lost' | 'interrupted', seconds: number): void;
 }
 
 export type RunnerDeps = {
@@ -32,37 +42,67 @@ export type RunnerDeps = {
   clock: Clock;
   ids: Ids;
   logger: Logger;
-  /** Aborted on shutdown: running work stops and its event is redelivered after a restart. */
+  /** Aborted on shutdown: running work stops, its claim is released, and the job resumes elsewhere. */
   shutdown: AbortSignal;
+  /** Who claims: stable across restarts of the same worker, distinct between live workers. */
+  workerId: string;
+  leaseMs?: number;
   cancelPollMs?: number;
   maxAttempts?: number;
+  observer?: JobObserver;
 };
 
-export async function runJob(deps: RunnerDeps, job: Job, delivery: DeliveryContext, work: (ctx: JobContext) => Promise<WorkOutcome>) {
-  const stream = streams.job(job.job_id);
-  const log = deps.logger.child({ job_id: job.job_id, job_type: job.job_type });
-  const metadata = { partition_key: job.project_id, drive_id: job.drive_id, causation_id: job.job_id };
-  const command = (c: Parameters<typeof jobDecider.decide>[0]) =>
-    handleCommand(deps.store, stream, jobDecider, c, { newId: deps.ids.uuid, metadata });
-  const now = () => deps.clock.now().toISOString();
+export class ClaimLost extends Error {
+  constructor(jobId: string) {
+    super(`job ${jobId}: another worker holds the claim now`);
+    this.name = 'ClaimLost';
+  }
+}
 
-  const started = await command({ type: 'StartJob', now: now() });
-  if (started.events.length === 0) return log.debug('job already finished; nothing to do');
-  const attempt = started.state.status === 'none' ? 1 : started.state.attempt;
-  if (failedAttempts(started.state) >= (deps.maxAttempts ?? 3)) {
+const DEFAULT_LEASE_MS = 15_000;
+
+export async function runJob(deps: RunnerDeps, job: Job, work: (ctx: JobContext) => Promise<WorkOutcome>): Promise<void> {
+  const stream = streams.job(job.job_id);
+  const log = deps.logger.child({ job_id: job.job_id, job_type: job.job_type, worker: deps.workerId });
+  const metadata = { partition_key: job.project_id, drive_id: job.drive_id, causation_id: job.job_id };
+  const command = (c: JobCommand) => handleCommand(deps.store, stream, jobDecider, c, { newId: deps.ids.uuid, metadata });
+  const now = () => deps.clock.now().toISOString();
+  const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
+
+  const started = await claim(deps, job, command, leaseMs, log);
+  if (!started) return;
+  const { attempt } = started;
+  if (failedAttempts(started) >= (deps.maxAttempts ?? 3)) {
     log.error({ attempt }, 'job failed on every attempt; stopping it with an error');
-    const result = { status: 'error', error_code: 'internal_error', error_message: 'the job failed repeatedly and was given up' };
-    await command({ type: 'StopJob', result, projectUrl: null, now: now() });
+    const result = { status: 'error', error_code: 'internal_error', error_message: 'the job failed repeatedly and was given up' } as const;
+    await command({ type: 'StopJob', attempt, result, projectUrl: null, now: now() });
+    deps.observer?.finished(job, 'error', 0);
     return;
   }
   log.info({ attempt }, 'job started');
+  deps.observer?.started(job);
+  const startedAt = Date.now();
+  const elapsed = () => (Date.now() - startedAt) / 1000;
 
-  const cancelled = new AbortController();
-  const signal = AbortSignal.any([cancelled.signal, deps.shutdown]);
-  const watcher = setInterval(async () => {
-    await delivery.heartbeat().catch(() => undefined);
-    const { state } = await loadState(deps.store, stream, jobDecider).catch(() => ({ state: null }));
-    if (state?.status === 'cancelled') cancelled.abort(new Error('job cancelled'));
+  const stop = new AbortController();
+  const signal = AbortSignal.any([stop.signal, deps.shutdown]);
+  let renewedAt = Date.now();
+  let leaseUntil = Date.now() + leaseMs;
+  const watch = async () => {
+    const { state } = await loadState(deps.store, stream, jobDecider);
+    if (state.status === 'cancelled') return stop.abort(new Error('job cancelled'));
+    if (state.status !== 'none' && state.attempt !== attempt) return stop.abort(new ClaimLost(job.job_id));
+    if (Date.now() - renewedAt >= leaseMs / 3) {
+      const renewed = await command({ type: 'RenewLease', attempt, leaseMs, now: now() });
+      if (renewed.events.length > 0) (renewedAt = Date.now()), (leaseUntil = renewedAt + leaseMs);
+    }
+  };
+  const watcher = setInterval(() => {
+    watch().catch((err: unknown) => {
+      // Cut off from the store: past our lease another worker may take over, so stop first.
+      if (Date.now() > leaseUntil - leaseMs / 3) stop.abort(new ClaimLost(job.job_id));
+      log.warn({ err }, 'could not check the job or renew its claim');
+    });
   }, deps.cancelPollMs ?? 500);
 
   let lastProgress = { at: 0, label: '', percent: -1 };
@@ -71,25 +111,66 @@ export async function runJob(deps: RunnerDeps, job: Job, delivery: DeliveryConte
     const rounded = Math.round(percent);
     if (label === lastProgress.label && (t - lastProgress.at < 1000 || rounded === lastProgress.percent)) return;
     lastProgress = { at: t, label, percent: rounded };
-    await command({ type: 'ReportProgress', label, percent: rounded, now: now() });
+    await command({ type: 'ReportProgress', attempt, label, percent: rounded, now: now() });
+  };
+  const charge = async (ref: string, seconds: number) => {
+    await command({ type: 'ChargeMediaSeconds', attempt, ref, seconds, now: now() });
   };
 
   try {
-    const outcome = await work({ job, attempt, signal, progress, log });
-    if (cancelled.signal.aborted) return log.info('job was cancelled; its result is dropped');
-    const stopped = await command({ type: 'StopJob', result: outcome.result, projectUrl: outcome.projectUrl, now: now() });
-    log.info({ status: outcome.result.status, recorded: stopped.events.length > 0 }, 'job stopped');
+    const outcome = await work({ job, attempt, signal, progress, charge, log });
+    if (stop.signal.aborted) return finishAborted();
+    const stopped = await command({ type: 'StopJob', attempt, result: outcome.result, projectUrl: outcome.projectUrl, now: now() });
+    log.info({ status: outcome.result.status, recorded: stopped.events.length > 0, seconds: elapsed() }, 'job stopped');
+    deps.observer?.finished(job, outcome.result.status, elapsed());
   } catch (err) {
-    if (cancelled.signal.aborted) return log.info('job cancelled; work stopped');
+    if (stop.signal.aborted) return finishAborted();
     if (deps.shutdown.aborted) {
-      // Recorded so this attempt does not count against the retry limit (deploys restart processors).
-      await command({ type: 'InterruptJob', now: now() }).catch((e: unknown) => log.warn({ err: e }, 'could not record the interruption'));
+      // Recorded so this attempt does not count against the retry limit, and its claim is free at once.
+      await command({ type: 'InterruptJob', attempt, now: now() }).catch((e: unknown) => log.warn({ err: e }, 'could not record the interruption'));
       log.info({ attempt }, 'stopped mid-job by shutdown; it resumes after restart');
+      deps.observer?.finished(job, 'interrupted', elapsed());
     } else {
-      log.warn({ err, attempt }, 'job attempt failed; the log will deliver it again');
+      log.warn({ err, attempt }, 'job attempt failed; it will be tried again');
+      deps.observer?.finished(job, 'error', elapsed());
     }
-    throw err; // left uncommitted: the log redelivers and the next attempt resumes
+    throw err; // the log delivers the job again and the next attempt resumes
   } finally {
     clearInterval(watcher);
+  }
+
+  function finishAborted() {
+    const reason: unknown = stop.signal.reason;
+    const lost = reason instanceof ClaimLost;
+    log.info({ attempt }, lost ? 'claim lost to another worker; this attempt stops' : 'job cancelled; work stopped');
+    deps.observer?.finished(job, lost ? 'lost' : 'cancelled', elapsed());
+  }
+}
+
+/**
+ * Claims the job. While another worker's lease runs, waits for it to lapse (or for the job to
+ * finish) instead of starting a second attempt. Returns null when there is nothing to do.
+ */
+async function claim(
+  deps: RunnerDeps,
+  job: Job,
+  command: (c: JobCommand) => Promise<HandleResult<JobEvent, JobState>>,
+  leaseMs: number,
+  log: Logger,
+): Promise<Exclude<JobState, { status: 'none' }> | null> {
+  for (;;) {
+    deps.shutdown.throwIfAborted();
+    try {
+      const claimed = await command({ type: 'ClaimJob', workerId: deps.workerId, leaseMs, now: deps.clock.now().toISOString() });
+      if (claimed.events.length === 0 || claimed.state.status === 'none') {
+        log.debug('job already finished; nothing to do');
+        return null;
+      }
+      return claimed.state;
+    } catch (err) {
+      if (!(err instanceof AppError && err.options.extra?.state === CLAIM_HELD)) throw err;
+      log.debug({ reason: err.message }, 'job is claimed elsewhere; waiting for the claim to lapse');
+      await sleep(Math.min(leaseMs, 2000), undefined, { signal: deps.shutdown });
+    }
   }
 }

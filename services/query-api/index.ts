@@ -10,11 +10,16 @@ export type { QueryApiDeps };
  * Starts the query API on `port` and, beside it, the projector that keeps its read models
  * current (replicas share the work through the `projections` consumer group).
  */
-export async function start(deps: QueryApiDeps & { port: number; log: EventLog }) {
+export async function start(deps: QueryApiDeps & { port: number; log: EventLog; onFatal?: (err: Error) => void }) {
   const projector = await startProjector(deps);
-  const http = await listen(createApp(deps), deps.port);
+  const ready = async () => {
+    await deps.ready?.();
+    if (!projector.status().running) throw new Error('the projector stopped consuming');
+  };
+  const http = await listen(createApp({ ...deps, ready }), deps.port);
   deps.logger.info({ port: deps.port }, 'query-api listening');
   return {
+    projector,
     async stop() {
       await http.close();
       await projector.close();

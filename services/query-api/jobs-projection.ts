@@ -1,5 +1,5 @@
 import type { JobEvent } from '../../lib/domain/job';
-import { assertNever } from '../../lib/domain/errors';
+import { ignoreUnknown } from '../../lib/domain/errors';
 import type { StoredEvent } from '../../lib/ports/event-store';
 import type { Doc } from '../../lib/ports/read-store';
 
@@ -54,8 +54,11 @@ export function evolveJobDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
       const { progress: _p, ...rest } = doc;
       return { ...rest, job_state: 'cancelled', stopped_at: event.data.stopped_at } as Doc;
     }
+    case 'JobLeaseRenewed':
+    case 'MediaSecondsCharged':
+      return doc;
     default:
-      return assertNever(event);
+      return ignoreUnknown(event, doc);
   }
 }
 

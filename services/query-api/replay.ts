@@ -1,7 +1,6 @@
 import type { EventStore } from '../../lib/ports/event-store';
 import type { ReadStore } from '../../lib/ports/read-store';
-import { JOBS } from './jobs-projection';
-import { prepareReadModels, projectMany } from './projector';
+import { prepareReadModels, projectMany, READ_MODELS } from './read-models';
 
 /**
  * Rebuilds every read model from position 0 of the event store. Safe beside a running
@@ -15,7 +14,7 @@ export async function replayReadModels(deps: {
   batchSize?: number;
 }) {
   const started = process.hrtime.bigint();
-  await deps.read.clear(JOBS);
+  for (const collection of READ_MODELS) await deps.read.clear(collection);
   await prepareReadModels(deps.read);
   let events = 0;
   let after: string | null = null;

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { waitFor } from '../fixtures/wait';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -115,8 +116,20 @@ describe('POST /v1/jobs/import/project_media (HTTP, embedded adapters)', functio
     assert.equal(result.status, 'partial', JSON.stringify(result));
     assert.equal(result.media_status['one.wav'].status, 'success');
     assert.match(result.media_status['two.wav'].error_message, /not enough media seconds/);
-    const charges = (await h.store.readStream(`drive-${drive.drive_id}`)).filter((e) => e.type === 'MediaSecondsCharged');
+    // Charged on the job's own stream, never on the drive's (the drive stream is no hot spot).
+    assert.equal((await h.store.readStream(`drive-${drive.drive_id}`)).filter((e) => e.type === 'MediaSecondsCharged').length, 0);
+    const charges = (await h.store.readStream(`job-${res.body.job_id}`)).filter((e) => e.type === 'MediaSecondsCharged');
     assert.equal(charges.length, 1);
     assert.ok(Math.abs((charges[0].data.seconds as number) - 2) < 0.1);
+    const left = await waitFor(async () => {
+      const l = await h.balance.left(drive.drive_id);
+      return l !== null && l < 3 ? l : null;
+    });
+    assert.ok(Math.abs(left - 1) < 0.1, `balance left ${left}`);
+    const refused = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth(drive.token))
+      .send({ project_name: 'More', add_media: { 'three.wav': { url: media.url('file', 'voice.wav') } } });
+    assert.equal(refused.status, 201, 'one second is left: accepted, refused per file');
   });
 });

@@ -30,13 +30,14 @@ const TRACKS = [
 const domainEvents: DomainEvent[] = [
   {
     type: 'JobQueued',
-    data: { job_id: JOB, job_type: 'import/project_media', ...SCOPE, project_url: URL, callback_url: null, request: REQUEST, ...BY_USER },
+    data: { job_id: JOB, job_type: 'import/project_media', ...SCOPE, project_url: URL, callback_url: null, request: REQUEST as never, ...BY_USER },
   },
-  { type: 'JobStarted', data: { job_id: JOB, attempt: 1, started_at: T } },
+  { type: 'JobStarted', data: { job_id: JOB, attempt: 1, started_at: T, worker_id: 'host-a:42', lease_until: T } },
+  { type: 'JobLeaseRenewed', data: { job_id: JOB, attempt: 1, lease_until: T } },
   { type: 'JobProgressed', data: { job_id: JOB, label: 'transcribing', percent: 42, at: T } },
   {
     type: 'JobStopped',
-    data: { job_id: JOB, result: { status: 'success', media_seconds_used: 12.5 }, project_url: `${URL}/1e7d4`, stopped_at: T },
+    data: { job_id: JOB, result: { status: 'success', media_seconds_used: 12.5 } as never, project_url: `${URL}/1e7d4`, stopped_at: T },
   },
   { type: 'JobCancelled', data: { job_id: JOB, stopped_at: T } },
   { type: 'JobInterrupted', data: { job_id: JOB, attempt: 2, at: T } },
@@ -189,7 +190,7 @@ describe('Avro codec', () => {
     const currentSchemasWithHistory = (file: string): string => {
       const dir = tempDir();
       cpSync(SCHEMA_DIR, dir, { recursive: true });
-      mkdirSync(join(dir, 'history'));
+      mkdirSync(join(dir, 'history'), { recursive: true });
       writeFileSync(join(dir, 'history', file), oldMediaImported());
       return dir;
     };

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
-import { decideJob, evolveJob, failedAttempts, initialJobState, type JobEvent } from '../../lib/domain/job';
+import { decideJob, evolveJob, failedAttempts, initialJobState, type JobEvent, type JobResult } from '../../lib/domain/job';
 import { specFor } from '../fixtures/given';
 
 const given = specFor({ initialState: initialJobState, evolve: evolveJob, decide: decideJob });
 const T0 = '2026-01-01T00:00:00.000Z';
 const T1 = '2026-01-01T00:00:05.000Z';
+const T20 = '2026-01-01T00:00:20.000Z';
+const LEASE = 15_000;
 const job = {
   job_id: 'project-media-import-8c1f2a52-3b1e-4c55-9f2e-1d1b3b1c9a10',
   job_type: 'import/project_media' as const,
@@ -13,47 +15,88 @@ const job = {
   project_url: 'http://web/p',
   created_by: 'u',
   callback_url: null,
-  request: {},
+  request: { media: [], compositions: [] },
 };
+const success: JobResult = { status: 'success', media_status: {}, media_seconds_used: 0, created_compositions: [] };
+const failure: JobResult = { status: 'error', error_code: 'internal_error', error_message: 'x' };
 const queued: JobEvent = { type: 'JobQueued', data: { ...job, created_at: T0 } };
-const started: JobEvent = { type: 'JobStarted', data: { job_id: job.job_id, attempt: 1, started_at: T0 } };
-const stopped: JobEvent = {
-  type: 'JobStopped',
-  data: { job_id: job.job_id, result: { status: 'success' }, project_url: null, stopped_at: T1 },
-};
+const startedBy = (worker: string, attempt: number, at: string, until: string): JobEvent => ({
+  type: 'JobStarted',
+  data: { job_id: job.job_id, attempt, started_at: at, worker_id: worker, lease_until: until },
+});
+const started = startedBy('w1', 1, T0, '2026-01-01T00:00:15.000Z');
+const stopped: JobEvent = { type: 'JobStopped', data: { job_id: job.job_id, result: success, project_url: null, stopped_at: T1 } };
 const cancelled: JobEvent = { type: 'JobCancelled', data: { job_id: job.job_id, stopped_at: T1 } };
+const claim = (workerId: string, now: string) => ({ type: 'ClaimJob' as const, workerId, leaseMs: LEASE, now });
 
 describe('job decider', () => {
   it('queues a new job', () => given().when({ type: 'QueueJob', job, now: T0 }).then([queued]));
   it('refuses to queue a job id twice', () => given(queued).when({ type: 'QueueJob', job, now: T0 }).thenRejects('conflict'));
 
-  it('starts a queued job as attempt 1', () => given(queued).when({ type: 'StartJob', now: T0 }).then([started]));
-  it('restarts a running job (after a crash) as the next attempt', () =>
-    given(queued, started)
-      .when({ type: 'StartJob', now: T1 })
-      .then([{ type: 'JobStarted', data: { job_id: job.job_id, attempt: 2, started_at: T1 } }]));
-  it('does not start a stopped job', () => given(queued, started, stopped).when({ type: 'StartJob', now: T1 }).then([]));
-  it('does not start a cancelled job', () => given(queued, cancelled).when({ type: 'StartJob', now: T1 }).then([]));
+  describe('claims', () => {
+    it('claims a queued job as attempt 1 with a lease', () => given(queued).when(claim('w1', T0)).then([started]));
+    it('refuses a second worker while the first one’s lease runs', () =>
+      given(queued, started).when(claim('w2', T1)).thenRejects('conflict', { state: 'claimed' }));
+    it('lets a second worker take over once the lease has lapsed, as the next attempt', () =>
+      given(queued, started).when(claim('w2', T20)).then([startedBy('w2', 2, T20, '2026-01-01T00:00:35.000Z')]));
+    it('lets the same worker take over at once after its restart', () =>
+      given(queued, started).when(claim('w1', T1)).then([startedBy('w1', 2, T1, '2026-01-01T00:00:20.000Z')]));
+    it('frees the claim when the attempt was interrupted by a shutdown', () => {
+      const interrupted: JobEvent = { type: 'JobInterrupted', data: { job_id: job.job_id, attempt: 1, at: T1 } };
+      given(queued, started, interrupted).when(claim('w2', T1)).then([startedBy('w2', 2, T1, '2026-01-01T00:00:20.000Z')]);
+    });
+    it('renewing the lease keeps others out', () => {
+      const renewed: JobEvent = { type: 'JobLeaseRenewed', data: { job_id: job.job_id, attempt: 1, lease_until: '2026-01-01T00:00:25.000Z' } };
+      given(queued, started).when({ type: 'RenewLease', attempt: 1, leaseMs: LEASE, now: '2026-01-01T00:00:10.000Z' }).then([renewed]);
+      given(queued, started, renewed).when(claim('w2', T20)).thenRejects('conflict', { state: 'claimed' });
+    });
+    it('a claim from before leases existed can be taken over', () =>
+      given(queued, { type: 'JobStarted', data: { job_id: job.job_id, attempt: 1, started_at: T0 } })
+        .when(claim('w2', T1))
+        .then([startedBy('w2', 2, T1, '2026-01-01T00:00:20.000Z')]));
+    it('does not claim a stopped or cancelled job', () => {
+      given(queued, started, stopped).when(claim('w1', T1)).then([]);
+      given(queued, cancelled).when(claim('w1', T1)).then([]);
+    });
+  });
+
+  describe('fencing: only the attempt holding the claim writes', () => {
+    const takenOver = startedBy('w2', 2, T20, '2026-01-01T00:00:35.000Z');
+    it('drops the result, progress, renewal and charge of an attempt that lost its claim', () => {
+      given(queued, started, takenOver).when({ type: 'StopJob', attempt: 1, result: success, projectUrl: null, now: T20 }).then([]);
+      given(queued, started, takenOver).when({ type: 'ReportProgress', attempt: 1, label: 'x', percent: 5, now: T20 }).then([]);
+      given(queued, started, takenOver).when({ type: 'RenewLease', attempt: 1, leaseMs: LEASE, now: T20 }).then([]);
+      given(queued, started, takenOver).when({ type: 'ChargeMediaSeconds', attempt: 1, ref: 'a', seconds: 3, now: T20 }).then([]);
+    });
+    it('takes the current attempt’s result', () =>
+      given(queued, started, takenOver)
+        .when({ type: 'StopJob', attempt: 2, result: success, projectUrl: null, now: T1 })
+        .then([stopped]));
+  });
 
   it('records progress while running, clamped to 0..100', () =>
     given(queued, started)
-      .when({ type: 'ReportProgress', label: 'importing', percent: 140.4, now: T1 })
+      .when({ type: 'ReportProgress', attempt: 1, label: 'importing', percent: 140.4, now: T1 })
       .then([{ type: 'JobProgressed', data: { job_id: job.job_id, label: 'importing', percent: 100, at: T1 } }]));
   it('ignores progress once cancelled', () =>
-    given(queued, started, cancelled).when({ type: 'ReportProgress', label: 'x', percent: 5, now: T1 }).then([]));
+    given(queued, started, cancelled).when({ type: 'ReportProgress', attempt: 1, label: 'x', percent: 5, now: T1 }).then([]));
+
+  it('charges media seconds on the job, once per media reference', () => {
+    const charged: JobEvent = {
+      type: 'MediaSecondsCharged',
+      data: { drive_id: 'd', job_id: job.job_id, ref: 'constructor', seconds: 4, charged_at: T1 },
+    };
+    given(queued, started).when({ type: 'ChargeMediaSeconds', attempt: 1, ref: 'constructor', seconds: 4, now: T1 }).then([charged]);
+    given(queued, started, charged).when({ type: 'ChargeMediaSeconds', attempt: 1, ref: 'constructor', seconds: 4, now: T1 }).then([]);
+    given(queued, started).when({ type: 'ChargeMediaSeconds', attempt: 1, ref: 'a', seconds: 0, now: T1 }).then([]);
+  });
 
   it('stops a running job with its result', () =>
-    given(queued, started)
-      .when({ type: 'StopJob', result: { status: 'success' }, projectUrl: null, now: T1 })
-      .then([stopped]));
+    given(queued, started).when({ type: 'StopJob', attempt: 1, result: success, projectUrl: null, now: T1 }).then([stopped]));
   it('stops a job exactly once: a second result is dropped', () =>
-    given(queued, started, stopped)
-      .when({ type: 'StopJob', result: { status: 'error' }, projectUrl: null, now: T1 })
-      .then([]));
+    given(queued, started, stopped).when({ type: 'StopJob', attempt: 1, result: failure, projectUrl: null, now: T1 }).then([]));
   it('drops a result that arrives after cancellation', () =>
-    given(queued, started, cancelled)
-      .when({ type: 'StopJob', result: { status: 'success' }, projectUrl: null, now: T1 })
-      .then([]));
+    given(queued, started, cancelled).when({ type: 'StopJob', attempt: 1, result: success, projectUrl: null, now: T1 }).then([]));
 
   it('cancels a queued job', () => given(queued).when({ type: 'CancelJob', now: T1 }).then([cancelled]));
   it('cancels a running job', () => given(queued, started).when({ type: 'CancelJob', now: T1 }).then([cancelled]));
@@ -61,19 +104,24 @@ describe('job decider', () => {
     given(queued, started, stopped).when({ type: 'CancelJob', now: T1 }).thenRejects('conflict', { state: 'stopped' }));
   it('refuses to cancel a cancelled job with conflict and its state', () =>
     given(queued, cancelled).when({ type: 'CancelJob', now: T1 }).thenRejects('conflict', { state: 'cancelled' }));
-  it('records an interruption of a running job, and of nothing else', () => {
+  it('records an interruption of the running attempt, and of nothing else', () => {
     const interrupted: JobEvent = { type: 'JobInterrupted', data: { job_id: job.job_id, attempt: 1, at: T1 } };
-    given(queued, started).when({ type: 'InterruptJob', now: T1 }).then([interrupted]);
-    given(queued).when({ type: 'InterruptJob', now: T1 }).then([]);
-    given(queued, started, stopped).when({ type: 'InterruptJob', now: T1 }).then([]);
+    given(queued, started).when({ type: 'InterruptJob', attempt: 1, now: T1 }).then([interrupted]);
+    given(queued).when({ type: 'InterruptJob', attempt: 1, now: T1 }).then([]);
+    given(queued, started, stopped).when({ type: 'InterruptJob', attempt: 1, now: T1 }).then([]);
   });
   it('counts failed attempts without the interrupted ones', () => {
-    const restart = (attempt: number): JobEvent => ({ type: 'JobStarted', data: { job_id: job.job_id, attempt, started_at: T1 } });
+    const restart = (attempt: number): JobEvent => startedBy('w1', attempt, T1, T20);
     const interrupted: JobEvent = { type: 'JobInterrupted', data: { job_id: job.job_id, attempt: 1, at: T1 } };
     const fold = (...events: JobEvent[]) => events.reduce(evolveJob, initialJobState());
     assert.equal(failedAttempts(fold(queued, started)), 0);
     assert.equal(failedAttempts(fold(queued, started, restart(2), restart(3))), 2);
     assert.equal(failedAttempts(fold(queued, started, interrupted, restart(2))), 0);
+  });
+  it('skips an event type it does not know (a newer version wrote it)', () => {
+    const foreign = { type: 'JobAudited', data: { job_id: job.job_id } } as unknown as JobEvent;
+    const state = [queued, started, foreign].reduce(evolveJob, initialJobState());
+    assert.equal(state.status, 'running');
   });
 
   it('refuses to cancel a job that does not exist', () => given().when({ type: 'CancelJob', now: T1 }).thenRejects('not_found'));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import {
-  mediaSecondsLeft,
+  mediaSecondsAllowance,
   DEFAULT_SETTINGS,
   decideDrive,
   decideToken,
@@ -39,20 +39,17 @@ describe('tenancy deciders', () => {
       .when({ type: 'UpdateDrive', changes: { partner: true }, now: T0 })
       .thenRejects('not_found'));
 
-  it('charges media seconds once per job and file, and not at all for an unlimited drive', () => {
+  it('keeps counting charges recorded on the drive stream before they moved to jobs', () => {
     const limited: DriveEvent = {
       type: 'DriveCreated',
       data: { ...driveData, settings: { ...DEFAULT_SETTINGS, media_seconds: 10 }, created_at: T0 },
     };
-    const charged: DriveEvent = {
+    const legacyCharge: DriveEvent = {
       type: 'MediaSecondsCharged',
       data: { drive_id: 'd', job_id: 'j', ref: 'a.wav', seconds: 4, charged_at: T0 },
     };
-    drive(limited).when({ type: 'ChargeMediaSeconds', jobId: 'j', ref: 'a.wav', seconds: 4, now: T0 }).then([charged]);
-    drive(limited, charged).when({ type: 'ChargeMediaSeconds', jobId: 'j', ref: 'a.wav', seconds: 4, now: T0 }).then([]);
-    drive(driveCreated).when({ type: 'ChargeMediaSeconds', jobId: 'j', ref: 'a.wav', seconds: 4, now: T0 }).then([]);
-    const left = [limited, charged].reduce(evolveDrive, initialDriveState());
-    assert.equal(mediaSecondsLeft(left), 6);
+    assert.equal(mediaSecondsAllowance([limited, legacyCharge].reduce(evolveDrive, initialDriveState())), 6);
+    assert.equal(mediaSecondsAllowance([driveCreated].reduce(evolveDrive, initialDriveState())), null);
   });
 
   it('creates and revokes a token; revoking twice changes nothing', () => {

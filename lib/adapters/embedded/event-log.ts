@@ -1,18 +1,32 @@
 import type { Logger } from 'pino';
-import type { EventLog, LogHandler, SubscribeOptions } from '../../ports/event-log';
-import type { StoredEvent, Subscription } from '../../ports/event-store';
+import type { DeadLetterStore } from '../../ports/dead-letters';
+import type { EventLog, LogHandler, LogSubscription, SubscribeOptions } from '../../ports/event-log';
+import type { StoredEvent } from '../../ports/event-store';
 import type { SqliteEventStore } from './event-store';
 
 /**
  * The embedded EventLog reads the embedded store's `$all` directly (no relay needed) and keeps
  * one checkpoint per consumer group beside the events. Events are spread over `concurrency`
- * lanes by partition key, like Kafka partitions: one key's events run one after the other.
- * The checkpoint is the low-water mark: the newest position before which every event has been
- * handled successfully. A crash redelivers what lies after it, so handlers are idempotent.
+ * lanes by partition key, like Kafka partitions: one key's events are handed to the handler one
+ * after the other. A handler may take an event on and settle it later (a job in a pool): its lane
+ * moves on at once. The checkpoint is the low-water mark: the newest position before which every
+ * event has settled. A crash redelivers what lies after it, so handlers are idempotent.
+ * An event that fails `maxAttempts` times goes to the dead-letter store and counts as settled,
+ * so one poison event never stops the group.
  */
 
-const MAX_IN_FLIGHT = 512;
 const CHECKPOINT_EVERY_MS = 200;
+const RETRY_CAP_MS = 30_000;
+
+export type EmbeddedLogDeps = {
+  store: SqliteEventStore;
+  logger: Logger;
+  deadLetters: DeadLetterStore;
+  /** First retry delay of a failing handler; doubles up to 30 s. */
+  retryBaseMs?: number;
+  /** How often letters marked for retry are looked for. */
+  retryPollMs?: number;
+};
 
 const laneOf = (key: string, lanes: number): number => {
   let h = 2166136261;
@@ -20,31 +34,79 @@ const laneOf = (key: string, lanes: number): number => {
   return (h >>> 0) % lanes;
 };
 
-export function createEmbeddedEventLog(deps: { store: SqliteEventStore; logger: Logger; retryBaseMs?: number }): EventLog {
-  const subscriptions = new Set<Subscription>();
+const reasonOf = (err: unknown): string => (err instanceof Error ? err.message : String(err)).slice(0, 2000);
 
-  async function subscribe(group: string, handler: LogHandler, options: SubscribeOptions = {}): Promise<Subscription> {
+export function createEmbeddedEventLog(deps: EmbeddedLogDeps): EventLog {
+  const subscriptions = new Set<LogSubscription>();
+
+  async function subscribe(group: string, handler: LogHandler, options: SubscribeOptions = {}): Promise<LogSubscription> {
     const lanes = Math.max(1, options.concurrency ?? 4);
+    const maxAttempts = Math.max(1, options.maxAttempts ?? 5);
+    const maxInFlight = Math.max(1, options.maxInFlight ?? 512);
     const log = deps.logger.child({ group });
     const saved = deps.store.loadCheckpoint(group);
     const start = saved ?? (options.startAt === 'latest' ? deps.store.headPosition() : 0);
     let closed = false;
-    // Dispatched events in position order, with whether their handler has succeeded.
+    let running = true;
+    // Dispatched events in position order, with whether they have settled.
     const inFlight: { position: number; done: boolean }[] = [];
     const laneTails: Promise<void>[] = Array.from({ length: lanes }, () => Promise.resolve());
+    const settling = new Set<Promise<void>>();
     let committed = start;
     let slotFreed: () => void = () => undefined;
+    const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+    const delayOf = (attempt: number) => Math.min(RETRY_CAP_MS, (deps.retryBaseMs ?? 100) * 2 ** Math.min(attempt - 1, 10));
 
-    /** True once the handler succeeded; false when the subscription closed first. */
-    const handleWithRetry = async (event: StoredEvent): Promise<boolean> => {
+    const giveUp = async (event: StoredEvent, err: unknown, attempts: number) => {
+      const reason = reasonOf(err);
+      log.error({ err, event_id: event.id, type: event.type, stream: event.streamId, attempts }, 'event dead-lettered');
       for (let attempt = 1; !closed; attempt++) {
         try {
-          await handler(event, { heartbeat: async () => undefined });
+          await deps.deadLetters.put({
+            source: group,
+            event_id: event.id,
+            event_type: event.type,
+            stream_id: event.streamId,
+            position: event.position,
+            reason,
+            attempts,
+            payload: JSON.stringify(event),
+            payload_encoding: 'json',
+          });
+          return;
+        } catch (e) {
+          // Moving on without the letter would lose the event: keep trying.
+          log.error({ err: e, attempt }, 'could not record a dead letter; will retry');
+          await sleep(delayOf(attempt));
+        }
+      }
+    };
+
+    /**
+     * Tries the event until it settles or is dead-lettered. The lane waits only for the handler's
+     * own call; a `settled` promise is awaited off the lane. Resolves false if the subscription
+     * closed first (the event then stays uncommitted).
+     */
+    const deliver = async (event: StoredEvent, onTaken: () => void): Promise<boolean> => {
+      let taken = false;
+      const take = () => {
+        if (!taken) (taken = true), onTaken();
+      };
+      for (let attempt = 1; !closed; attempt++) {
+        try {
+          const outcome = await handler(event, { heartbeat: async () => undefined });
+          take();
+          if (outcome?.settled) await outcome.settled;
           return true;
         } catch (err) {
-          const delay = Math.min(30_000, (deps.retryBaseMs ?? 100) * 2 ** Math.min(attempt - 1, 10));
-          log.error({ err, event_id: event.id, type: event.type, attempt, retry_in_ms: delay }, 'handler failed; will retry');
-          await new Promise((r) => setTimeout(r, delay));
+          if (closed) return false;
+          if (attempt >= maxAttempts) {
+            await giveUp(event, err, attempt);
+            take();
+            return !closed;
+          }
+          log.warn({ err, event_id: event.id, type: event.type, attempt, retry_in_ms: delayOf(attempt) }, 'handler failed; will retry');
+          await sleep(delayOf(attempt));
         }
       }
       return false;
@@ -59,47 +121,112 @@ export function createEmbeddedEventLog(deps: { store: SqliteEventStore; logger: 
       if (moved) slotFreed();
     };
 
-    const checkpointTimer = setInterval(() => saveCheckpoint(), CHECKPOINT_EVERY_MS);
     let lastSaved = start;
     const saveCheckpoint = () => {
-      if (committed !== lastSaved) {
+      if (committed === lastSaved) return;
+      try {
         deps.store.saveCheckpoint(group, committed);
         lastSaved = committed;
+      } catch (err) {
+        log.warn({ err }, 'checkpoint save failed; will retry'); // the events are redelivered at worst
       }
     };
+    const checkpointTimer = setInterval(saveCheckpoint, CHECKPOINT_EVERY_MS);
 
     const dispatch = (event: StoredEvent) => {
       const entry = { position: Number(event.position), done: false };
       inFlight.push(entry);
       const lane = laneOf(String(event.metadata.partition_key ?? event.streamId), lanes);
-      laneTails[lane] = laneTails[lane].then(async () => {
-        if (closed || !(await handleWithRetry(event))) return;
-        entry.done = true;
-        advance();
-      });
+      laneTails[lane] = laneTails[lane].then(
+        () =>
+          new Promise<void>((laneFree) => {
+            if (closed) return laneFree();
+            const finished = deliver(event, laneFree).then((ok) => {
+              laneFree();
+              if (!ok) return;
+              entry.done = true;
+              advance();
+            });
+            settling.add(finished);
+            void finished.finally(() => settling.delete(finished));
+          }),
+      );
     };
 
-    const feed = deps.store.subscribeAll(String(start), async (event) => {
-      while (inFlight.length >= MAX_IN_FLIGHT && !closed) {
-        await new Promise<void>((resolve) => (slotFreed = resolve));
-      }
-      if (!closed) dispatch(event);
-    });
+    const fail = (err: Error) => {
+      if (!running) return;
+      running = false;
+      log.fatal({ err }, 'subscription can no longer read the event store');
+      options.onFatal?.(err);
+    };
 
-    const subscription: Subscription = {
+    const feed = (async () => {
+      let cursor = start;
+      while (!closed) {
+        const batch = await deps.store.readAll(String(cursor), 256);
+        for (const event of batch) {
+          while (inFlight.length >= maxInFlight && !closed) await new Promise<void>((resolve) => (slotFreed = resolve));
+          if (closed) return;
+          dispatch(event);
+          cursor = Number(event.position);
+        }
+        if (batch.length === 0) await deps.store.waitForAppend(100);
+      }
+    })().catch((err: unknown) => fail(err instanceof Error ? err : new Error(String(err))));
+
+    // Letters an operator marked for retry are handled again here, outside the checkpoint.
+    const retryTimer = setInterval(() => void retryLetters(), deps.retryPollMs ?? 2000);
+    let retrying = false;
+    const retryLetters = async () => {
+      if (retrying || closed) return;
+      retrying = true;
+      try {
+        for (const letter of await deps.deadLetters.dueRetries(group, 10)) {
+          if (closed) return;
+          try {
+            const event = JSON.parse(letter.payload) as StoredEvent;
+            const outcome = await handler(event, { heartbeat: async () => undefined });
+            if (outcome?.settled) await outcome.settled;
+            await deps.deadLetters.remove(letter.id);
+            log.info({ letter: letter.id, event_id: letter.event_id }, 'dead letter retried successfully');
+          } catch (err) {
+            await deps.deadLetters.markDead(letter.id, reasonOf(err));
+            log.error({ err, letter: letter.id }, 'dead letter failed again');
+          }
+        }
+      } catch (err) {
+        log.warn({ err }, 'could not read dead letters');
+      } finally {
+        retrying = false;
+      }
+    };
+
+    const subscription: LogSubscription = {
       async close() {
         if (closed) return;
         closed = true;
+        running = false;
         slotFreed();
         clearInterval(checkpointTimer);
-        await feed.close();
+        clearInterval(retryTimer);
+        await feed;
         await Promise.all(laneTails);
+        await Promise.all([...settling]);
         saveCheckpoint();
         subscriptions.delete(subscription);
       },
+      status() {
+        let head: number | null = null;
+        try {
+          head = deps.store.headPosition();
+        } catch {
+          head = null;
+        }
+        return { group, running, lag: head === null ? null : Math.max(0, head - committed) };
+      },
     };
     subscriptions.add(subscription);
-    log.info({ from_position: start, lanes }, 'subscribed');
+    log.info({ from_position: start, lanes, max_attempts: maxAttempts }, 'subscribed');
     return subscription;
   }
 

@@ -1,0 +1,57 @@
+import { openDeadLetters, openEventLog, openEventStore, openLogProducer, openReadStore } from '../lib/adapters/from-config';
+import { createReadStoreCheckpoints } from '../lib/adapters/read-store-checkpoints';
+import { createMetrics } from '../lib/observability/metrics';
+import { countingDeadLetters, jobMetrics, watchLag } from '../lib/observability/wiring';
+import { runService } from '../lib/run-service';
+import { serveParent } from '../lib/supervise';
+import * as processors from '../services/processors';
+import { processorsDeps } from '../services/processors/from-config';
+import { startProjector } from '../services/query-api/projector';
+import * as relay from '../services/relay';
+
+/**
+ * The all-in-one mode's worker (DESIGN §1): job work, projections and (with Kafka) the relay, in
+ * a child process that `serve` supervises, so nothing a media host or a job does can stop the
+ * HTTP APIs. A consumer that can no longer consume ends the process; the supervisor starts a new
+ * one. When the parent is gone, the worker stops too.
+ */
+runService('worker', async (config, logger) => {
+  const metrics = createMetrics();
+  const store = openEventStore(config);
+  const readSide = await openReadStore(config);
+  const deadLetters = countingDeadLetters(openDeadLetters(config, readSide), metrics);
+  const log = await openEventLog(config, store, logger, deadLetters);
+  const parent = serveParent({
+    answer: async (question) => (question === 'metrics' ? metrics.registry.getMetricsAsJSON() : null),
+    onOrphaned: () => process.kill(process.pid, 'SIGTERM'),
+  });
+  const onFatal = (err: Error) => {
+    parent.fatal(err.message);
+    logger.fatal({ err }, 'a consumer can no longer consume; exiting so that it is restarted');
+    setTimeout(() => process.exit(1), 100).unref();
+  };
+
+  const stops: (() => Promise<void>)[] = [];
+  if (config.kafka) {
+    const producer = await openLogProducer(config, logger);
+    const r = await relay.start({ store, producer, checkpoints: createReadStoreCheckpoints(readSide.read), logger, deadLetters });
+    stops.push(r.stop, () => producer.close());
+  }
+  const projector = await startProjector({ log, read: readSide.read, store, logger, onFatal });
+  stops.unshift(() => projector.close());
+  const proc = await processors.start(
+    processorsDeps(config, logger, { store, read: readSide.read, log }, { observer: jobMetrics(metrics), onFatal }),
+  );
+  stops.unshift(proc.stop);
+  const lag = watchLag(metrics, [projector, ...proc.subscriptions]);
+  parent.ready();
+
+  return async () => {
+    lag.stop();
+    for (const stop of stops) await stop().catch((err) => logger.error({ err }, 'error while stopping'));
+    await log.close();
+    await deadLetters.close();
+    await readSide.close();
+    await store.close();
+  };
+});

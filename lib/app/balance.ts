@@ -1,0 +1,47 @@
+import { streams } from '../domain/ids';
+import type { MediaSecondsCharged } from '../domain/job';
+import { mediaSecondsAllowance } from '../domain/tenancy';
+import type { EventStore, StoredEvent } from '../ports/event-store';
+import type { ReadStore } from '../ports/read-store';
+import { loadState } from './command-handler';
+import { driveDecider } from './deciders';
+
+/**
+ * Media-seconds balances without a hot spot: charges are recorded on each job's own stream, and
+ * the `charges` read model keeps one document per charge (job and media reference), so a
+ * redelivered charge is a no-op and the balance is exact: the drive's allowance (from its small
+ * stream) minus the sum of its charges. Checks read what is projected so far; under a burst of
+ * concurrent imports a drive can end slightly below zero (check, then act), never charged twice.
+ */
+
+export const CHARGES = 'charges';
+export const CHARGE_INDEXES = [['drive_id'], ['job_id']];
+
+export const chargeDocId = (jobId: string, ref: string) => JSON.stringify([jobId, ref]);
+
+/** Records a charge in the read model; a duplicate changes nothing. */
+export async function projectCharge(read: ReadStore, event: StoredEvent): Promise<void> {
+  const c = event.data as MediaSecondsCharged['data'];
+  await read.put(CHARGES, { _id: chargeDocId(c.job_id, c.ref), _rev: 0, ...c }, null);
+}
+
+export interface BalanceReader {
+  /**
+   * Seconds the drive may still import; `null` when it is unlimited. A running job passes what it
+   * has charged itself, which the read model may not have seen yet.
+   */
+  left(driveId: string, own?: { jobId: string; chargedByJob: number }): Promise<number | null>;
+}
+
+export function createBalanceReader(deps: { store: EventStore; read: ReadStore }): BalanceReader {
+  return {
+    async left(driveId, own) {
+      const allowance = mediaSecondsAllowance((await loadState(deps.store, streams.drive(driveId), driveDecider)).state);
+      if (allowance === null) return null;
+      const used = await deps.read.sum(CHARGES, { drive_id: driveId }, 'seconds');
+      if (!own) return allowance - used;
+      const projectedOwn = await deps.read.sum(CHARGES, { job_id: own.jobId }, 'seconds');
+      return allowance - used + projectedOwn - own.chargedByJob;
+    },
+  };
+}

@@ -1,0 +1,70 @@
+import { AggregatorRegistry, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import type { DeadLetterStore } from '../ports/dead-letters';
+import type { LogSubscription } from '../ports/event-log';
+import type { Metrics } from './metrics';
+
+/** Connects the metrics to the pieces composition roots assemble (no piece imports prom-client). */
+
+type JobLike = { job_id: string; job_type: string };
+type Outcome = 'success' | 'partial' | 'error' | 'cancelled' | 'lost' | 'interrupted';
+
+/** A job observer for the runner: running gauge, finished counter and durations. */
+export function jobMetrics(metrics: Metrics) {
+  const running = new Set<string>();
+  return {
+    started(job: JobLike) {
+      running.add(job.job_id);
+      metrics.jobsRunning.inc({ job_type: job.job_type });
+    },
+    finished(job: JobLike, outcome: Outcome, seconds: number) {
+      // A job given up at its claim never ran here.
+      if (running.delete(job.job_id)) metrics.jobsRunning.dec({ job_type: job.job_type });
+      // A lost claim or a shutdown is not the job's end: another attempt finishes it.
+      if (outcome === 'lost' || outcome === 'interrupted') return;
+      metrics.jobsTotal.inc({ job_type: job.job_type, outcome });
+      metrics.jobDuration.observe({ job_type: job.job_type, outcome }, seconds);
+    },
+  };
+}
+
+/** Counts letters as they are written. */
+export function countingDeadLetters<S extends DeadLetterStore>(store: S, metrics: Metrics): S {
+  // Adapters are closures over their state (no `this`), so a copy with another `put` is whole.
+  return {
+    ...store,
+    async put(letter) {
+      const written = await store.put(letter);
+      metrics.deadLetters.inc({ source: letter.source });
+      return written;
+    },
+  };
+}
+
+/** Samples each subscription's lag into the consumer-lag gauge every few seconds. */
+export function watchLag(metrics: Metrics, subscriptions: readonly LogSubscription[], everyMs = 5000) {
+  const sample = () => {
+    for (const s of subscriptions) {
+      const { group, lag } = s.status();
+      if (lag !== null) metrics.consumerLag.set({ group }, lag);
+    }
+  };
+  sample();
+  const timer = setInterval(sample, everyMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
+
+/**
+ * The metrics `GET /metrics` serves in the all-in-one mode: this process's, plus those the
+ * worker process reports over IPC (jobs, lag, dead letters), merged by prom-client's aggregator.
+ */
+export function withChildMetrics(own: Metrics, child: () => Promise<unknown>): Pick<Metrics, 'registry' | 'httpRequestDuration'> {
+  class Combined extends Registry {
+    override async metrics(): Promise<string> {
+      const theirs = (await child().catch(() => null)) as MetricObjectWithValues<MetricValue<string>>[] | null;
+      if (!Array.isArray(theirs)) return own.registry.metrics();
+      return AggregatorRegistry.aggregate([await own.registry.getMetricsAsJSON(), theirs]).metrics();
+    }
+  }
+  return { registry: new Combined(), httpRequestDuration: own.httpRequestDuration };
+}

@@ -1,0 +1,116 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+
+/**
+ * A supervised child process (the all-in-one mode's job work and projections, DESIGN §1): if it
+ * dies, however it dies, it is started again with back-off, and the parent (the HTTP APIs) keeps
+ * answering throughout. The child says `{type: 'ready'}` once it consumes; the parent can ask it
+ * questions (`request`) over the IPC channel, e.g. for its metrics.
+ */
+
+export type ChildMessage = { type: 'ready' } | { type: 'reply'; id: string; data: unknown } | { type: 'fatal'; message: string };
+
+export interface Supervised {
+  /** True while a child is running and has said it is ready. */
+  ready(): boolean;
+  /** Asks the running child; rejects after `timeoutMs` or when there is no ready child. */
+  request(question: string, timeoutMs?: number): Promise<unknown>;
+  /** How many times the child was started (1 after the first start). */
+  starts(): number;
+  pid(): number | undefined;
+  /** Stops the child gracefully (SIGTERM, then SIGKILL after `graceMs`) and does not restart it. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+export function supervise(options: {
+  modulePath: string;
+  env: NodeJS.ProcessEnv;
+  logger: Logger;
+  execArgv?: string[];
+  minRestartDelayMs?: number;
+  maxRestartDelayMs?: number;
+}): Supervised {
+  const log = options.logger.child({ component: 'supervisor' });
+  const minDelay = options.minRestartDelayMs ?? 250;
+  const maxDelay = options.maxRestartDelayMs ?? 10_000;
+  let child: ChildProcess | null = null;
+  let isReady = false;
+  let stopping = false;
+  let starts = 0;
+  let delay = minDelay;
+  let restartTimer: NodeJS.Timeout | null = null;
+  const pending = new Map<string, (data: unknown) => void>();
+
+  const start = () => {
+    starts++;
+    const startedAt = Date.now();
+    const c = fork(options.modulePath, [], { env: options.env, execArgv: options.execArgv ?? process.execArgv, stdio: 'inherit' });
+    child = c;
+    isReady = false;
+    c.on('message', (m: ChildMessage) => {
+      if (m?.type === 'ready') {
+        isReady = true;
+        log.info({ pid: c.pid, starts }, 'worker ready');
+      } else if (m?.type === 'reply') pending.get(m.id)?.(m.data);
+      else if (m?.type === 'fatal') log.error({ pid: c.pid, reason: m.message }, 'worker reports it cannot go on');
+    });
+    c.on('error', (err) => log.error({ err }, 'worker process error'));
+    c.on('exit', (code, signal) => {
+      if (child === c) (child = null), (isReady = false);
+      if (stopping) return;
+      // A child that ran a while is healthy again: start over with a short delay.
+      delay = Date.now() - startedAt > 60_000 ? minDelay : Math.min(maxDelay, delay * 2);
+      log.error({ pid: c.pid, code, signal, restart_in_ms: delay }, 'worker exited; restarting it');
+      restartTimer = setTimeout(start, delay);
+    });
+  };
+  start();
+
+  return {
+    ready: () => isReady && child !== null,
+    starts: () => starts,
+    pid: () => child?.pid,
+    request(question, timeoutMs = 2000) {
+      const c = child;
+      if (!c || !isReady || !c.connected) return Promise.reject(new Error('the worker process is not running'));
+      const id = randomUUID();
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => (pending.delete(id), reject(new Error('the worker process did not answer'))), timeoutMs);
+        pending.set(id, (data) => (clearTimeout(timer), pending.delete(id), resolve(data)));
+        c.send({ type: 'request', id, question }, (err) => err && (clearTimeout(timer), pending.delete(id), reject(err)));
+      });
+    },
+    async stop(graceMs = 30_000) {
+      stopping = true;
+      if (restartTimer) clearTimeout(restartTimer);
+      const c = child;
+      if (!c || c.exitCode !== null || c.signalCode !== null) return;
+      const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
+      c.kill('SIGTERM');
+      const timer = setTimeout(() => c.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/**
+ * The child's side: answers the parent's requests, and stops (through `onOrphaned`) when the
+ * parent is gone, so a killed parent never leaves job work running on its own.
+ */
+export function serveParent(handlers: { answer(question: string): Promise<unknown>; onOrphaned(): void }) {
+  if (!process.send) return { ready: () => undefined, fatal: () => undefined };
+  process.on('message', (m: { type?: string; id?: string; question?: string }) => {
+    if (m?.type !== 'request' || !m.id) return;
+    handlers.answer(m.question ?? '').then(
+      (data) => process.send?.({ type: 'reply', id: m.id, data }),
+      (err: unknown) => process.send?.({ type: 'reply', id: m.id, data: { error: String(err) } }),
+    );
+  });
+  process.on('disconnect', handlers.onOrphaned);
+  return {
+    ready: () => void process.send?.({ type: 'ready' }),
+    fatal: (message: string) => void process.send?.({ type: 'fatal', message }),
+  };
+}
