@@ -3,7 +3,8 @@ import { createDrive, createToken, revokeToken, updateDrive, type AdminDeps } fr
 import { AppError } from '../lib/domain/errors';
 import type { AccessLevel, DriveUpdated } from '../lib/domain/tenancy';
 import { ConfigError, loadConfig } from '../lib/config';
-import { openEventStore } from '../lib/adapters/from-config';
+import { openDeadLetters, openEventStore, openReadStore } from '../lib/adapters/from-config';
+import type { DeadLetterStore } from '../lib/ports/dead-letters';
 import { randomIds, systemClock } from '../lib/adapters/system/clock';
 
 /** `npm run admin -- <command>`: operator commands against the configured event store. Prints JSON. */
@@ -62,7 +63,7 @@ drive
       .filter(Boolean),
   )
   .option('--credits <n>', 'AI credits balance', wholeNumber)
-  .option('--media-seconds <n>', 'media seconds balance', wholeNumber)
+  .option('--media-seconds <n>', 'media seconds allowance (what is left is this minus what imports used)', wholeNumber)
   .action((o) => {
     const changes: Record<string, unknown> = {
       name: o.name,
@@ -88,6 +89,48 @@ token
   .command('revoke')
   .requiredOption('--token-id <id>', 'token id (the part after mps_)')
   .action((o) => run((deps) => revokeToken(deps, o.tokenId)));
+
+/** Dead letters live beside the events (embedded) or the read models (distributed). */
+async function withDeadLetters(action: (letters: DeadLetterStore) => Promise<unknown>) {
+  const config = loadConfig();
+  const readSide = await openReadStore(config);
+  const letters = openDeadLetters(config, readSide);
+  try {
+    process.stdout.write(`${JSON.stringify(await action(letters), null, 2)}\n`);
+  } finally {
+    await letters.close();
+    await readSide.close();
+  }
+}
+const deadLetters = program
+  .command('dead-letters')
+  .description('events set aside after their handler kept failing (retried by their running consumer)');
+deadLetters
+  .command('list')
+  .option('--source <name>', 'relay, or a consumer group (projections, import-processor)')
+  .option('--status <status>', 'dead or retry')
+  .action((o) =>
+    withDeadLetters(async (letters) =>
+      (await letters.list({ source: o.source, status: o.status })).map(({ payload: _p, ...letter }) => letter),
+    ),
+  );
+deadLetters
+  .command('show')
+  .argument('<id>', 'dead letter id')
+  .action((id: string) => withDeadLetters(async (letters) => (await letters.get(id)) ?? notFoundLetter(id)));
+deadLetters
+  .command('retry')
+  .argument('<id>', 'dead letter id')
+  .description('mark for retry: a running member of its consumer group (or the relay) handles it again within seconds')
+  .action((id: string) => withDeadLetters(async (letters) => ((await letters.markRetry(id)) ? { id, status: 'retry' } : notFoundLetter(id))));
+deadLetters
+  .command('drop')
+  .argument('<id>', 'dead letter id')
+  .action((id: string) => withDeadLetters(async (letters) => ((await letters.remove(id)) ? { id, dropped: true } : notFoundLetter(id))));
+
+const notFoundLetter = (id: string): never => {
+  throw new AppError('not_found', `no dead letter ${id}`);
+};
 
 program.parseAsync().catch((err) => {
   const message = err instanceof AppError || err instanceof ConfigError ? err.message : String(err?.stack ?? err);

@@ -4,6 +4,7 @@ import { openEventStore, openReadStore, openUrlRefusal } from '../lib/adapters/f
 import { httpCommon } from '../lib/adapters/http-common';
 import { randomIds, systemClock } from '../lib/adapters/system/clock';
 import { createBalanceReader } from '../lib/app/balance';
+import { ConfigError } from '../lib/config';
 import { routeByMethod } from '../lib/http/gateway';
 import { createHttpServer } from '../lib/http/listen';
 import { createMetrics } from '../lib/observability/metrics';
@@ -45,8 +46,10 @@ runService('serve', async (config, logger) => {
   const queryApp = createQueryApp({ ...shared, read: readSide.read, store });
   const server = createHttpServer(routeByMethod(commandApp, queryApp));
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, () => (server.off('error', reject), resolve()));
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? new ConfigError(`PORT: ${config.port} is already in use by another process`) : err),
+    );
+    server.listen(config.port, () => resolve());
   });
 
   worker = supervise({

@@ -1,0 +1,177 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
+import { makeTestMedia } from '../fixtures/media';
+import { startMediaServer } from '../fixtures/media-server';
+import { admin, buildOnce, startService, type ServiceProcess } from '../fixtures/service-process';
+import { waitFor } from '../fixtures/wait';
+
+/** The all-in-one process under failure: job work dies, the process is killed mid-burst, the port is taken. */
+describe('e2e: resilience of the all-in-one service', function () {
+  this.timeout(180_000);
+  let media: Awaited<ReturnType<typeof startMediaServer>>;
+
+  before(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'e2e-media-'));
+    media = await startMediaServer({ 'long.wav': await makeTestMedia(dir, 'wav', 30) });
+    await buildOnce();
+  });
+  after(async () => media?.close());
+
+  const client = (svc: ServiceProcess, token: string) => ({
+    get: (path: string) => fetch(`${svc.base}/v1${path}`, { headers: { authorization: `Bearer ${token}` } }),
+    post: (path: string, body: unknown) =>
+      fetch(`${svc.base}/v1${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }),
+  });
+  const workerPid = (svc: ServiceProcess): number | null => {
+    try {
+      const out = execFileSync('pgrep', ['-P', String(svc.child.pid)], { encoding: 'utf8' }).trim();
+      return out ? Number(out.split('\n')[0]) : null;
+    } catch {
+      return null;
+    }
+  };
+
+  it('a job whose work keeps killing its worker: the API answers throughout, the worker is restarted, the job ends with error', async () => {
+    const env = { DATA_DIR: mkdtempSync(join(tmpdir(), 'e2e-data-')), OUTBOUND_ALLOWLIST: '127.0.0.1' };
+    const svc = await startService(env);
+    const drive = await admin(env, 'drive', 'create', '--name', 'Crash drive');
+    const api = client(svc, drive.token);
+    // Poll the API the whole time: every answer must be a 200.
+    const statuses: number[] = [];
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        statuses.push((await api.get('/status').catch(() => ({ status: 0 }))).status);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    try {
+      const res = await api.post('/jobs/import/project_media', {
+        project_name: 'Poison',
+        add_media: { 'long.wav': { url: media.url('slow', 'long.wav') } },
+      });
+      assert.equal(res.status, 201);
+      const { job_id } = (await res.json()) as { job_id: string };
+      const store = createSqliteEventStore({ path: join(env.DATA_DIR, 'events.sqlite') });
+      try {
+        const attempts = async () => (await store.readStream(`job-${job_id}`)).filter((e) => e.type === 'JobStarted').length;
+        // Three attempts, each cut off by the death of the worker running it.
+        for (let attempt = 1; attempt <= 3; attempt++) {
+          await waitFor(async () => (await attempts()) >= attempt, { timeoutMs: 30_000, what: `attempt ${attempt} to start` });
+          const pid = await waitFor(() => workerPid(svc), { timeoutMs: 10_000, what: 'the worker process' });
+          process.kill(pid, 'SIGKILL');
+          await waitFor(() => (workerPid(svc) ?? pid) !== pid, { timeoutMs: 20_000, what: 'the worker to be restarted' });
+        }
+        const job = await waitFor(
+          async () => {
+            const j = (await (await api.get(`/jobs/${job_id}`)).json()) as any;
+            return j.job_state === 'stopped' ? j : null;
+          },
+          { timeoutMs: 60_000, intervalMs: 200, what: 'the job to be given up' },
+        );
+        assert.equal(job.result.status, 'error');
+        assert.equal(job.result.error_code, 'internal_error');
+      } finally {
+        await store.close();
+      }
+    } finally {
+      polling = false;
+      await poller;
+      svc.killAll('SIGTERM');
+      await svc.exited;
+    }
+    assert.ok(statuses.length > 20, `polled ${statuses.length} times`);
+    assert.deepEqual(
+      statuses.filter((s) => s !== 200),
+      [],
+      'GET /v1/status answered 200 throughout',
+    );
+  });
+
+  it('kill -9 during a burst of 500 POSTs: every job that got a 201 stops exactly once after a restart', async () => {
+    const env = { DATA_DIR: mkdtempSync(join(tmpdir(), 'e2e-data-')), OUTBOUND_ALLOWLIST: '127.0.0.1' };
+    let svc = await startService(env);
+    const drive = await admin(env, 'drive', 'create', '--name', 'Burst drive');
+    const accepted: string[] = [];
+    let sent = 0;
+    let killed = false;
+    const body = (i: number) => ({ project_name: `Burst ${i}`, add_media: { 'gone.wav': { url: media.missing } } });
+    await Promise.all(
+      Array.from({ length: 25 }, async () => {
+        while (sent < 500) {
+          const i = sent++;
+          const res = await client(svc, drive.token)
+            .post('/jobs/import/project_media', body(i))
+            .catch(() => null);
+          if (res?.status === 201) accepted.push(((await res.json()) as { job_id: string }).job_id);
+          else if (res && !killed) assert.fail(`POST ${i} answered ${res.status}`);
+          if (!killed && accepted.length >= 200) {
+            killed = true;
+            svc.killAll('SIGKILL');
+          }
+        }
+      }),
+    );
+    await svc.exited;
+    assert.ok(accepted.length >= 200, `accepted ${accepted.length}`);
+
+    svc = await startService(env);
+    try {
+      const api = client(svc, drive.token);
+      for (const id of accepted) {
+        await waitFor(async () => ((await (await api.get(`/jobs/${id}`)).json()) as any).job_state === 'stopped', {
+          timeoutMs: 90_000,
+          intervalMs: 100,
+          what: `job ${id} to stop after the restart`,
+        });
+      }
+    } finally {
+      svc.killAll('SIGTERM');
+      await svc.exited;
+    }
+    const store = createSqliteEventStore({ path: join(env.DATA_DIR, 'events.sqlite') });
+    try {
+      for (const id of accepted) {
+        const stops = (await store.readStream(`job-${id}`)).filter((e) => e.type === 'JobStopped');
+        assert.equal(stops.length, 1, `job ${id} stopped exactly once`);
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a port already in use stops start-up with one line naming PORT, before any job work starts', async () => {
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, '0.0.0.0', () => r()));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const dataDir = mkdtempSync(join(tmpdir(), 'e2e-data-'));
+      const out = (() => {
+        try {
+          execFileSync(process.execPath, [join(__dirname, '..', '..', 'dist', 'bin', 'serve.js')], {
+            env: { ...process.env, PORT: String(port), DATA_DIR: dataDir },
+            encoding: 'utf8',
+            stdio: 'pipe',
+            timeout: 20_000,
+          });
+          return 'exited 0';
+        } catch (err) {
+          return String((err as { stderr?: string }).stderr ?? err);
+        }
+      })();
+      assert.match(out, /PORT: \d+ is already in use/);
+      assert.doesNotMatch(out, /worker ready|processors started|\n\s+at /);
+    } finally {
+      blocker.close();
+    }
+  });
+});
