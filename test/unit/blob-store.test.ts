@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { createLocalBlobStore } from '../../lib/adapters/local/blob-store';
+import { AppError } from '../../lib/domain/errors';
 import { waitFor } from '../fixtures/wait';
 
 /** Every file under `dir`, recursively, relative to it. */
@@ -96,5 +97,19 @@ describe('BlobStore: local folder', () => {
       name: 'AbortError',
     });
     assert.deepEqual(filesUnder(root), []);
+  });
+
+  it('reports broken storage as a retriable unavailable error that names no server path', async () => {
+    writeFileSync(join(root, 'not-a-folder'), 'x');
+    const store = createLocalBlobStore({ root: join(root, 'not-a-folder', 'blobs') });
+    const err = await store.put('d/p/a.wav', Readable.from([Buffer.from('x')])).then(
+      () => assert.fail('put should fail'),
+      (e: unknown) => e as AppError,
+    );
+    assert.ok(err instanceof AppError);
+    assert.equal(err.code, 'unavailable');
+    assert.equal(err.retriable, true);
+    assert.doesNotMatch(err.message, new RegExp(root.replace(/[/.]/g, '\\$&')));
+    assert.doesNotMatch(err.message, /\//);
   });
 });

@@ -22,8 +22,12 @@ export function createLocalBlobStore(options: { root: string; maxBytes?: number 
     localPath: pathOf,
     async put(key, source, putOptions = {}) {
       const target = pathOf(key);
-      await mkdir(dirname(target), { recursive: true });
-      return writeAtomically(target, source, maxBytes, putOptions.signal);
+      try {
+        await mkdir(dirname(target), { recursive: true });
+        return await writeAtomically(target, source, maxBytes, putOptions.signal);
+      } catch (err) {
+        throw storageFault(err);
+      }
     },
     async exists(key) {
       try {
@@ -37,6 +41,27 @@ export function createLocalBlobStore(options: { root: string; maxBytes?: number 
       await rm(pathOf(key), { force: true });
     },
   };
+}
+
+// The storage itself failed, not the file being written: the job is retried, never failed for it.
+const STORAGE_CODES = new Map([
+  ['EACCES', 'media storage is not writable (permission denied)'],
+  ['EPERM', 'media storage is not writable (permission denied)'],
+  ['EROFS', 'media storage is on a read-only file system'],
+  ['ENOSPC', 'media storage is full'],
+  ['EDQUOT', 'media storage is over its quota'],
+  ['EIO', 'media storage reported an I/O error'],
+  ['ENOTDIR', 'media storage is misconfigured (a file stands where a folder should be)'],
+]);
+
+/**
+ * Maps storage failures to a retriable `unavailable` error whose message names no server path
+ * (the message can reach API users through a job result); the original stays as `cause`.
+ */
+function storageFault(err: unknown): unknown {
+  const message = STORAGE_CODES.get((err as NodeJS.ErrnoException)?.code ?? '');
+  if (!message) return err;
+  return Object.assign(new AppError('unavailable', message, { retriable: true }), { cause: err });
 }
 
 function safeSegments(key: string): string[] {
