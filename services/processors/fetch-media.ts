@@ -21,7 +21,24 @@ export async function importOne(
   item: { url: string; language: string | null },
   report: (fraction: number) => Promise<void>,
 ): Promise<FileOutcome> {
-  const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(deps.downloadTimeoutMs)]);
+  const limit = timeLimit(ctx.signal, deps.downloadTimeoutMs);
+  try {
+    return await fetchAndProbe(deps, ctx, ref, item, report, limit.signal);
+  } catch (err) {
+    throw limit.explain(err);
+  } finally {
+    limit.clear();
+  }
+}
+
+async function fetchAndProbe(
+  deps: ImportWorkDeps,
+  ctx: JobContext,
+  ref: string,
+  item: { url: string; language: string | null },
+  report: (fraction: number) => Promise<void>,
+  signal: AbortSignal,
+): Promise<FileOutcome> {
   const response = await deps.fetcher.get(item.url, { signal, headers: { 'user-agent': USER_AGENT } });
   if (response.contentLength !== undefined && response.contentLength > deps.mediaMaxBytes) {
     response.body.destroy();
@@ -65,6 +82,29 @@ export async function importOne(
     await deps.blobs.delete(key).catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * The download's time limit, which the job's own signal also ends. Not `AbortSignal.any` over
+ * `AbortSignal.timeout`: on Node 20 nothing holds the timeout signal, so it can be collected and
+ * the limit silently vanish under load. Here the timer is held until `clear`.
+ */
+function timeLimit(jobSignal: AbortSignal, ms: number) {
+  const controller = new AbortController();
+  const expired = new AppError('invalid_input', `the download took longer than ${ms / 1000} s and was stopped`);
+  const forward = () => controller.abort(jobSignal.reason);
+  jobSignal.addEventListener('abort', forward, { once: true });
+  if (jobSignal.aborted) forward();
+  const timer = setTimeout(() => controller.abort(expired), ms);
+  return {
+    signal: controller.signal,
+    /** Whatever a stopped download threw (an abort error, a broken stream), the limit is the reason. */
+    explain: (err: unknown) => (controller.signal.reason === expired ? expired : err),
+    clear() {
+      clearTimeout(timer);
+      jobSignal.removeEventListener('abort', forward);
+    },
+  };
 }
 
 const extensionOf = (url: string): string => {

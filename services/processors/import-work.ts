@@ -1,8 +1,9 @@
 import { v5 as uuidv5 } from 'uuid';
+import type { BalanceReader } from '../../lib/app/balance';
 import { handleCommand, loadState } from '../../lib/app/command-handler';
-import { driveDecider, projectDecider } from '../../lib/app/deciders';
-import { mediaSecondsLeft } from '../../lib/domain/tenancy';
+import { projectDecider } from '../../lib/app/deciders';
 import { AppError } from '../../lib/domain/errors';
+import type { ImportMediaItem, ImportPlan, ImportResult, MediaStatus } from '../../lib/domain/import';
 import { projectUrl, streams } from '../../lib/domain/ids';
 import type { MediaFile, ProjectState } from '../../lib/domain/project';
 import type { BlobStore } from '../../lib/ports/blob-store';
@@ -10,9 +11,8 @@ import type { Clock, Ids } from '../../lib/ports/clock';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { MediaProber } from '../../lib/ports/media';
 import type { OutboundFetcher } from '../../lib/ports/outbound';
-import type { ImportPlan } from '../../lib/app/import-plan';
 import { importOne, type FileOutcome } from './fetch-media';
-import type { JobContext, WorkOutcome } from './job-runner';
+import type { Job, JobContext, WorkOutcome } from './job-runner';
 
 /** The work of an import job: fetch, probe and store each URL, then sequences, then compositions. */
 
@@ -26,15 +26,14 @@ export type ImportWorkDeps = {
   webUrl: string;
   mediaMaxBytes: number;
   downloadTimeoutMs: number;
+  balance: BalanceReader;
 };
-
-type MediaStatus = { status: 'success'; duration_seconds: number } | { status: 'failed'; error_message: string };
 
 const COMPOSITION_NAMESPACE = '5b0f2f55-6c1e-4f0e-9a43-0e4b1c2d7a10';
 
 export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promise<WorkOutcome> {
   const { job, signal } = ctx;
-  const plan = job.request as unknown as ImportPlan;
+  const plan = normalizePlan(job.request);
   const projectStream = streams.project(job.project_id);
   const metadata = { partition_key: job.project_id, drive_id: job.drive_id, causation_id: job.job_id };
   const project = (c: Parameters<typeof projectDecider.decide>[0]) =>
@@ -45,26 +44,28 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
   if (!before.exists) {
     return { result: { status: 'error', error_code: 'not_found', error_message: 'the project no longer exists' }, projectUrl: null };
   }
-  const mediaStatus: Record<string, MediaStatus> = {};
-  const urlRefs = Object.entries(plan.media).filter((e): e is [string, { url: string; language: string | null }] => 'url' in e[1]);
+  // Maps: references are user-chosen names ("constructor" is one).
+  const mediaStatus = new Map<string, MediaStatus>();
+  const urlRefs = plan.media.filter((e): e is readonly [string, { url: string; language: string | null }] => 'url' in e[1]);
   let secondsUsed = 0;
 
   for (const [index, [ref, item]] of urlRefs.entries()) {
-    const done = before.media[ref]?.job_id === job.job_id ? before.media[ref] : undefined; // imported by an earlier attempt
+    const earlier = before.media.get(ref);
+    const done = earlier?.job_id === job.job_id ? earlier : undefined; // imported by an earlier attempt
     const report = (fraction: number) => ctx.progress(`importing ${ref}`, ((index + fraction) / urlRefs.length) * 90);
     await report(0);
     const outcome: Omit<MediaFile, 'imported_at'> | { error_message: string } =
       done ?? (await importOne(deps, ctx, ref, item, report).catch((err: unknown) => failure(err, signal)));
     if ('error_message' in outcome) {
-      mediaStatus[ref] = { status: 'failed', error_message: outcome.error_message };
+      mediaStatus.set(ref, { status: 'failed', error_message: outcome.error_message });
       ctx.log.warn({ ref, reason: outcome.error_message }, 'media file failed');
       continue;
     }
     if (!done) {
-      const shortfall = await balanceShortfall(deps, job.drive_id, outcome.duration_seconds ?? 0);
+      const shortfall = await balanceShortfall(deps, job, outcome.duration_seconds ?? 0, secondsUsed);
       if (shortfall) {
         await deps.blobs.delete(outcome.blob_key!).catch(() => undefined);
-        mediaStatus[ref] = { status: 'failed', error_message: shortfall };
+        mediaStatus.set(ref, { status: 'failed', error_message: shortfall });
         continue;
       }
       const added = await project({ type: 'AddMedia', file: { ...outcome, project_id: job.project_id }, now: now() }).catch(
@@ -72,45 +73,39 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
       );
       if ('error_message' in added) {
         await deps.blobs.delete(outcome.blob_key!).catch(() => undefined);
-        mediaStatus[ref] = { status: 'failed', error_message: added.error_message };
+        mediaStatus.set(ref, { status: 'failed', error_message: added.error_message });
         continue;
       }
     }
     const seconds = outcome.duration_seconds ?? 0;
     // Also for a file an earlier attempt imported: a crash may have come before its charge.
-    await handleCommand(
-      deps.store,
-      streams.drive(job.drive_id),
-      driveDecider,
-      { type: 'ChargeMediaSeconds', jobId: job.job_id, ref, seconds, now: now() },
-      { newId: deps.ids.uuid, metadata: { ...metadata, partition_key: job.drive_id } },
-    );
+    await ctx.charge(ref, seconds);
     secondsUsed += seconds;
-    mediaStatus[ref] = { status: 'success', duration_seconds: seconds };
+    mediaStatus.set(ref, { status: 'success', duration_seconds: seconds });
     ctx.log.info({ ref, seconds, bytes: outcome.size_bytes }, 'media file imported');
   }
 
   await ctx.progress('assembling', 95);
   let state = (await loadState(deps.store, projectStream, projectDecider)).state;
-  for (const [ref, item] of Object.entries(plan.media)) {
+  for (const [ref, item] of plan.media) {
     if (!('tracks' in item)) continue;
     const sequence = sequenceFile(state, ref, item.tracks, job.job_id);
     if ('error_message' in sequence) {
-      mediaStatus[ref] = { status: 'failed', error_message: sequence.error_message };
+      mediaStatus.set(ref, { status: 'failed', error_message: sequence.error_message });
       continue;
     }
     const added = await project({ type: 'AddMedia', file: sequence, now: now() }).catch((err: unknown) => refusal(err));
     if ('error_message' in added) {
-      mediaStatus[ref] = { status: 'failed', error_message: added.error_message };
+      mediaStatus.set(ref, { status: 'failed', error_message: added.error_message });
       continue;
     }
     state = added.state;
-    mediaStatus[ref] = { status: 'success', duration_seconds: sequence.duration_seconds ?? 0 };
+    mediaStatus.set(ref, { status: 'success', duration_seconds: sequence.duration_seconds ?? 0 });
   }
 
   const created: { id: string; name: string; short_id: string }[] = [];
   for (const [i, c] of plan.compositions.entries()) {
-    const imported = c.clips.filter((ref) => state.exists && state.media[ref]);
+    const imported = c.clips.filter((ref) => state.exists && state.media.has(ref));
     if (c.clips.length > 0 && imported.length === 0) continue; // every clip's media failed
     const origin = `${job.job_id}#${i}`;
     const candidateIds = Array.from({ length: 16 }, (_, n) => uuidv5(`${origin}#${n}`, COMPOSITION_NAMESPACE));
@@ -129,38 +124,48 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
     if (made) created.push({ id: made.composition_id, name: made.name, short_id: made.short_id });
   }
 
-  const statuses = Object.values(mediaStatus);
+  const statuses = [...mediaStatus.values()];
   const ok = statuses.filter((s) => s.status === 'success').length;
   const status = ok === statuses.length ? 'success' : ok === 0 ? 'error' : 'partial';
-  const result: Record<string, unknown> = {
+  const result: ImportResult = {
     status,
-    media_status: mediaStatus,
+    // fromEntries defines own properties, so even "__proto__" stays an ordinary key.
+    media_status: Object.fromEntries(mediaStatus),
     media_seconds_used: Math.round(secondsUsed * 1000) / 1000,
     created_compositions: created.map(({ id, name }) => ({ id, name })),
+    ...(status === 'error' ? { error_code: 'import_failed', error_message: 'no media file could be imported; see media_status' } : {}),
   };
-  if (status === 'error')
-    Object.assign(result, { error_code: 'import_failed', error_message: 'no media file could be imported; see media_status' });
   const url = created[0] ? projectUrl(deps.webUrl, job.project_id, created[0].short_id) : null;
   return { result, projectUrl: url };
 }
 
-/** Why the drive cannot take `seconds` more media, or null when it can. */
-async function balanceShortfall(deps: ImportWorkDeps, driveId: string, seconds: number): Promise<string | null> {
-  const left = mediaSecondsLeft((await loadState(deps.store, streams.drive(driveId), driveDecider)).state);
+/**
+ * Why the drive cannot take `seconds` more media, or null when it can. `chargedHere` is what this
+ * job has charged so far: the balance read model may not have seen those charges yet.
+ */
+async function balanceShortfall(deps: ImportWorkDeps, job: Job, seconds: number, chargedHere: number): Promise<string | null> {
+  const left = await deps.balance.left(job.drive_id, { jobId: job.job_id, chargedByJob: chargedHere });
   if (left === null || left >= seconds) return null;
   return `not enough media seconds: the file is ${seconds} s long and the drive has ${Math.max(0, Math.floor(left))} s left`;
+}
+
+/** Plans stored before references became an ordered list of pairs held an object. */
+function normalizePlan(
+  plan: ImportPlan | { media: Record<string, ImportMediaItem>; compositions: ImportPlan['compositions'] },
+): ImportPlan {
+  return Array.isArray(plan.media) ? (plan as ImportPlan) : { ...plan, media: Object.entries(plan.media) };
 }
 
 function sequenceFile(
   state: ProjectState,
   ref: string,
-  tracks: { media: string; offset: number }[],
+  tracks: readonly { readonly media: string; readonly offset: number }[],
   jobId: string,
 ): FileOutcome | { error_message: string } {
   if (!state.exists) return { error_message: 'the project no longer exists' };
   const files: MediaFile[] = [];
   for (const t of tracks) {
-    const m = state.media[t.media];
+    const m = state.media.get(t.media);
     if (!m) return { error_message: `track media "${t.media}" did not import` };
     files.push(m);
   }
@@ -188,8 +193,8 @@ function sequenceFile(
 function failure(err: unknown, jobSignal: AbortSignal): { error_message: string } {
   if (jobSignal.aborted) throw err;
   if (err instanceof AppError) return err.retriable ? rethrow(err) : { error_message: err.message };
+  // The download's time limit arrives here as an AppError naming the limit (see importOne).
   const e = err as Error;
-  if (e?.name === 'TimeoutError') return { error_message: 'the download took too long and was stopped' };
   return { error_message: e?.message || 'import failed' };
 }
 

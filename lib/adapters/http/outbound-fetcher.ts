@@ -1,9 +1,10 @@
 import type { LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
-import { isIP, type LookupFunction } from 'node:net';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isIP, type LookupFunction, type Socket } from 'node:net';
 import { PassThrough, type Readable } from 'node:stream';
 import ipaddr from 'ipaddr.js';
-import { Agent, request, type Dispatcher } from 'undici';
 import type { FetchedBody, OutboundFetcher } from '../../ports/outbound';
 
 export type OutboundErrorReason = 'blocked_address' | 'bad_url' | 'bad_status' | 'too_many_redirects' | 'timeout' | 'network';
@@ -43,13 +44,14 @@ export function parseAllowlist(entries: string[]): ParsedAllowlist {
   const ranges: (readonly [Ip, number])[] = [];
   const exactAddresses = new Set<string>();
   for (const entry of entries.map((e) => e.trim().toLowerCase()).filter((e) => e !== '')) {
+    const ip = parseIp(entry.split('/')[0]);
     if (entry.includes('/')) {
-      if (!ipaddr.IPv4.isValidCIDRFourPartDecimal(entry) && !ipaddr.IPv6.isValidCIDR(entry)) throw badEntry(entry);
-      ranges.push(ipaddr.parseCIDR(entry));
-    } else if (ipaddr.IPv4.isValidFourPartDecimal(entry) || ipaddr.IPv6.isValid(entry)) {
-      const ip = ipaddr.parse(entry);
+      const [, bits, ...rest] = entry.split('/');
+      if (!ip || rest.length > 0 || !/^[0-9]{1,3}$/.test(bits) || Number(bits) > (ip.kind() === 'ipv4' ? 32 : 128)) throw badEntry(entry);
+      ranges.push([ip, Number(bits)]);
+    } else if (ip) {
       ranges.push([ip, ip.kind() === 'ipv4' ? 32 : 128]);
-      exactAddresses.add(ipaddr.process(entry).toString());
+      exactAddresses.add(unmapped(ip).toString());
     } else if (HOST_NAME.test(entry) && !/^[0-9]+$/.test(entry.split('.').pop() ?? '')) {
       if (entry.startsWith('*.')) domainSuffixes.push(entry.slice(1));
       else hosts.add(entry);
@@ -62,15 +64,47 @@ export function parseAllowlist(entries: string[]): ParsedAllowlist {
 
 const badEntry = (entry: string) => new Error(`invalid allowlist entry "${entry}": expected a host name, an IP address or a CIDR range`);
 
+/**
+ * IPv6 ranges that carry an IPv4 address: IPv4-compatible, SIIT, NAT64 (well-known and local),
+ * Teredo, 6to4. Where a packet to one of them lands depends on a translator, a relay or the host's
+ * own tunnels, not on the address, so neither the IPv6 nor the embedded IPv4 can be judged: they
+ * are refused unless an IPv6 entry of the allowlist covers them. IPv4-mapped addresses
+ * (::ffff:0:0/96) are not among them: a socket connects to exactly their IPv4, so they are judged as it.
+ */
+const EMBEDS_IPV4 = ['::/96', '::ffff:0:0:0/96', '64:ff9b::/96', '64:ff9b:1::/48', '2001::/32', '2002::/16'].map((cidr) =>
+  ipaddr.IPv6.parseCIDR(cidr),
+);
+
+/**
+ * Parses an address as Node writes and connects to it. ipaddr.js alone reads `::1.2.3.4`
+ * (IPv4-compatible) as `::ffff:1.2.3.4` (IPv4-mapped), so IPv6 first goes through the WHATWG URL
+ * serializer, which writes hex only; zone ids (`%eth0`) are not addresses a URL can name.
+ */
+function parseIp(text: string): Ip | null {
+  const family = isIP(text);
+  if (family === 4) return ipaddr.IPv4.parse(text);
+  if (family !== 6) return null;
+  try {
+    return ipaddr.IPv6.parse(new URL(`http://[${text}]/`).hostname.slice(1, -1));
+  } catch {
+    return null;
+  }
+}
+
+const unmapped = (ip: Ip): Ip => (ip instanceof ipaddr.IPv6 && ip.isIPv4MappedAddress() ? ip.toIPv4Address() : ip);
+
 /** True when `address` is public unicast, or allow-listed. IPv4-mapped IPv6 is judged as its IPv4. */
 export function isAddressAllowed(address: string, allowlist: ParsedAllowlist): boolean {
-  if (!ipaddr.isValid(address)) return false;
-  const candidates = [ipaddr.parse(address), ipaddr.process(address)];
-  const canonical = candidates[1].toString();
+  const ip = parseIp(address);
+  if (!ip) return false;
+  const judged = unmapped(ip);
+  const canonical = judged.toString();
   if (METADATA_ADDRESSES.has(canonical)) return allowlist.exactAddresses.has(canonical);
-  const listed = candidates.some((ip) => allowlist.ranges.some(([net, bits]) => ip.kind() === net.kind() && ip.match(net, bits)));
-  // Anything but plain unicast (private, reserved, 6to4, NAT64, ...) may lead inside the network.
-  return listed || candidates[1].range() === 'unicast';
+  const listed = [ip, judged].some((x) => allowlist.ranges.some(([net, bits]) => x.kind() === net.kind() && x.match(net, bits)));
+  if (listed) return true;
+  if (judged instanceof ipaddr.IPv6 && EMBEDS_IPV4.some(([net, bits]) => judged.match(net, bits))) return false;
+  // Anything but plain unicast (private, reserved, multicast, ...) may lead inside the network.
+  return judged.range() === 'unicast';
 }
 
 /** `host` comes from a WHATWG URL, so it is already lower-case and punycoded. */
@@ -92,7 +126,7 @@ export function literalRefusal(rawUrl: string, allowlist: ParsedAllowlist): stri
   }
   if (isHostAllowed(host, allowlist)) return null;
   if (host === 'localhost' || host.endsWith('.localhost')) return `${host} is a loopback host; only public addresses can be fetched`;
-  if (ipaddr.isValid(host) && !isAddressAllowed(host, allowlist)) {
+  if (isIP(host) !== 0 && !isAddressAllowed(host, allowlist)) {
     return `${host} is an internal (loopback, private or link-local) address; only public addresses can be fetched`;
   }
   return null;
@@ -109,9 +143,12 @@ export interface OutboundFetcherOptions {
 }
 type Settings = Required<Omit<OutboundFetcherOptions, 'allowlist' | 'maxRedirects'>> & { allowlist: ParsedAllowlist };
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
-const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 
-/** OutboundFetcher on undici: each hop is checked, then its connection is pinned to the checked address. */
+/**
+ * OutboundFetcher on `node:http`: each hop is checked, then its connection is pinned to the
+ * checked addresses. Not undici: undici 7 turns a server closing right after the body into an
+ * uncaught exception that ends the process (nodejs/undici#5360), and the fix needs Node 22.
+ */
 export function createOutboundFetcher(options: OutboundFetcherOptions): OutboundFetcher {
   const limit = options.maxRedirects ?? 5;
   const settings: Settings = {
@@ -125,10 +162,11 @@ export function createOutboundFetcher(options: OutboundFetcherOptions): Outbound
       let current = parseUrl(url);
       let hopHeaders = headers;
       for (let hop = 0; ; hop++) {
-        const { response, agent } = await fetchHop(current, hopHeaders, settings, signal);
-        const location = REDIRECTS.has(response.statusCode) ? header(response.headers.location) : undefined;
-        if (location === undefined) return finish(current, response, agent, signal);
-        await discard(response, agent);
+        const exchange = await fetchHop(current, hopHeaders, settings, signal);
+        const status = exchange.res.statusCode ?? 0;
+        const location = REDIRECTS.has(status) ? exchange.res.headers.location : undefined;
+        if (location === undefined) return finish(exchange, settings, signal);
+        exchange.close();
         if (hop >= limit) throw new OutboundError('too_many_redirects', `${current.host} redirected more than ${limit} times`);
         const next = parseUrl(location, current);
         // Like browsers: credentials meant for one origin are not forwarded to another.
@@ -152,16 +190,12 @@ function parseUrl(raw: string, base?: URL): URL {
   return url;
 }
 
-async function fetchHop(url: URL, headers: Record<string, string>, settings: Settings, signal?: AbortSignal) {
-  const pinned = await checkedAddresses(url.hostname.replace(/^\[|\]$/g, ''), settings, signal);
-  const agent = pinnedAgent(pinned, settings);
-  try {
-    const response = await request(url, { dispatcher: agent, headers: { 'user-agent': settings.userAgent, ...headers }, signal });
-    return { response, agent };
-  } catch (err) {
-    void agent.destroy().catch(() => undefined);
-    throw toOutboundError(err, url, signal);
-  }
+const hostName = (url: URL) => url.hostname.replace(/^\[|\]$/g, '');
+
+async function fetchHop(url: URL, headers: Record<string, string>, settings: Settings, signal?: AbortSignal): Promise<Exchange> {
+  if (signal?.aborted) throw abortReason(signal);
+  const pinned = await checkedAddresses(hostName(url), settings, signal);
+  return sendRequest(url, headers, pinned, settings, signal);
 }
 
 /** Resolves every address of the host and refuses the hop if any of them is internal. */
@@ -176,92 +210,264 @@ async function checkedAddresses(host: string, settings: Settings, signal?: Abort
 }
 
 async function resolveAll(host: string, timeoutMs: number, signal?: AbortSignal): Promise<LookupAddress[]> {
-  const deadline = AbortSignal.timeout(timeoutMs);
-  const either = signal ? AbortSignal.any([signal, deadline]) : deadline;
+  let addresses: LookupAddress[] = [];
   try {
-    const addresses = await abortable(lookup(host, { all: true, verbatim: true }), either);
-    if (addresses.length > 0) return addresses;
+    addresses = await within(lookup(host, { all: true, verbatim: true }), timeoutMs, `resolving ${host} timed out`, signal);
   } catch (err) {
-    if (signal?.aborted) throw err;
-    if (deadline.aborted) throw new OutboundError('timeout', `resolving ${host} took too long`);
+    if (signal?.aborted || err instanceof OutboundError) throw err;
   }
-  throw new OutboundError('network', `could not resolve host ${host}`);
+  if (addresses.length === 0) throw new OutboundError('network', `could not resolve host ${host}`);
+  return addresses;
 }
 
-/** getaddrinfo cannot be cancelled; this stops waiting for it. */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+/** getaddrinfo cannot be cancelled; this stops waiting for it at the deadline or on abort. */
+function within<T>(promise: Promise<T>, ms: number, timeoutMessage: string, signal?: AbortSignal): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    const timer = setTimeout(() => reject(new OutboundError('timeout', timeoutMessage)), ms);
+    const onAbort = () => reject(abortReason(signal!));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+    promise.then(resolve, reject).finally(() => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    });
   });
 }
 
 /**
- * An agent that can only connect to the addresses already checked, so a DNS answer that changes
- * between the check and the connect (rebinding) is never used. All checked addresses are offered
- * so Node's happy-eyeballs can still fall back from IPv6 to IPv4. TLS still gets the URL's host
- * name for SNI and certificate checks, because undici passes it as `servername`.
+ * A lookup that only ever answers with the addresses already checked, so a DNS answer that
+ * changes between the check and the connect (rebinding) is never used. All of them are offered
+ * so Node's happy-eyeballs can still fall back from IPv6 to IPv4.
  */
-function pinnedAgent(pinned: LookupAddress[], settings: Settings): Agent {
-  const lookupPinned: LookupFunction = (_host, opts, callback) => {
+function pinnedLookup(pinned: LookupAddress[]): LookupFunction {
+  return (_host, opts, callback) => {
     const family = opts.family === 4 || opts.family === 6 ? opts.family : undefined;
     const usable = family ? pinned.filter((a) => a.family === family) : pinned;
     if (usable.length === 0) callback(Object.assign(new Error('no checked address of the wanted family'), { code: 'ENOTFOUND' }), '');
     else if (opts.all) callback(null, usable);
     else callback(null, usable[0].address, usable[0].family);
   };
-  return new Agent({
-    headersTimeout: settings.headersTimeoutMs,
-    bodyTimeout: settings.bodyTimeoutMs,
-    connect: { lookup: lookupPinned, timeout: settings.headersTimeoutMs },
+}
+
+/** One request on a connection of its own, answered as far as its headers. */
+interface Exchange {
+  readonly url: URL;
+  readonly res: IncomingMessage;
+  /** Where the exchange's later errors go: Node can emit them at any time, even after the body ended. */
+  onError(handler: (err: unknown) => void): void;
+  /** Closes the connection; later errors are dropped. */
+  close(): void;
+  /** Bytes that arrived after the final head, as sent (undefined until the head is complete). */
+  rawBodyBytes(): number | undefined;
+}
+
+const ignore = () => undefined;
+
+function sendRequest(
+  url: URL,
+  headers: Record<string, string>,
+  pinned: LookupAddress[],
+  settings: Settings,
+  signal?: AbortSignal,
+): Promise<Exchange> {
+  const host = hostName(url);
+  const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
+    // No agent: no pooled connection outlives the fetch or is shared with a hop to another address.
+    agent: false,
+    headers: { 'user-agent': settings.userAgent, ...headers, connection: 'close' },
+    lookup: pinnedLookup(pinned),
+    // TLS checks the certificate against the URL's name, not the pinned address; SNI never carries an IP.
+    ...(isIP(host) === 0 ? { servername: host } : {}),
+  });
+  let handler: (err: unknown) => void = ignore;
+  // Permanent: an 'error' with no listener would be an uncaught exception.
+  req.on('error', (err) => handler(err));
+  let rawBodyBytes: () => number | undefined = () => undefined;
+  req.on('socket', (socket) => (rawBodyBytes = countRawBody(socket)));
+  return new Promise<Exchange>((resolve, reject) => {
+    const deadline = setTimeout(
+      () => req.destroy(new OutboundError('timeout', `${url.host} timed out: no answer within ${settings.headersTimeoutMs / 1000} s`)),
+      settings.headersTimeoutMs,
+    );
+    const onAbort = () => req.destroy(abortReason(signal!));
+    const settle = () => {
+      clearTimeout(deadline);
+      signal?.removeEventListener('abort', onAbort);
+      handler = ignore;
+    };
+    handler = (err) => {
+      settle();
+      req.destroy();
+      reject(headerError(err, url, signal));
+    };
+    req.on('response', (res: IncomingMessage) => {
+      settle();
+      // Kept until the caller takes over, which is a few ticks later.
+      let pending: unknown;
+      handler = (err) => (pending ??= err);
+      res.on('error', (err) => handler(err));
+      resolve({
+        url,
+        res,
+        onError(h) {
+          handler = h;
+          if (pending !== undefined) h(pending);
+        },
+        close() {
+          handler = ignore;
+          req.destroy();
+        },
+        rawBodyBytes: () => rawBodyBytes(),
+      });
+    });
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+    req.end();
   });
 }
 
-async function finish(url: URL, response: Dispatcher.ResponseData, agent: Agent, signal?: AbortSignal): Promise<FetchedBody> {
-  if (response.statusCode < 200 || response.statusCode > 299) {
-    await discard(response, agent);
-    throw new OutboundError('bad_status', `${url.host} answered HTTP ${response.statusCode}`);
+function finish(exchange: Exchange, settings: Settings, signal?: AbortSignal): FetchedBody {
+  const { res, url } = exchange;
+  const status = res.statusCode ?? 0;
+  if (status < 200 || status > 299) {
+    exchange.close();
+    throw new OutboundError('bad_status', `${url.host} answered HTTP ${status}`);
   }
-  const length = Number(header(response.headers['content-length']));
+  const length = Number(res.headers['content-length']);
+  const declared = res.headers['content-length'] !== undefined && Number.isSafeInteger(length) && length >= 0 ? length : undefined;
   return {
-    status: response.statusCode,
-    contentType: header(response.headers['content-type']),
-    contentLength: Number.isSafeInteger(length) && length >= 0 ? length : undefined,
+    status,
+    contentType: res.headers['content-type'],
+    contentLength: declared,
     finalUrl: url.toString(),
-    body: exposeBody(response.body, agent, url, signal),
+    body: streamBody(exchange, declared, settings.bodyTimeoutMs, signal),
   };
 }
 
-/** Re-raises body errors as OutboundErrors and closes the hop's agent once the body is done. */
-function exposeBody(body: Readable, agent: Agent, url: URL, signal?: AbortSignal): Readable {
-  const out = new PassThrough();
-  body.on('error', (err) => out.destroy(toOutboundError(err, url, signal)));
-  out.on('close', () => {
-    body.destroy();
-    void agent.destroy().catch(() => undefined);
+/**
+ * Counts what the server sends after its final head. Node's parser silently drops bytes past the
+ * declared Content-Length, yet they mean the length was wrong and the file may be cut short. Only
+ * the framing is read here; a head without CRLF CRLF is never found, so nothing is counted.
+ */
+function countRawBody(socket: Socket): () => number | undefined {
+  let head = Buffer.alloc(0);
+  let body: number | undefined;
+  // Prepended, so it sees each chunk before Node's parser can end the response with it.
+  socket.prependListener('data', (chunk: Buffer) => {
+    if (body !== undefined) {
+      body += chunk.length;
+      return;
+    }
+    head = Buffer.concat([head, chunk]);
+    for (let end = head.indexOf('\r\n\r\n'); end >= 0 && body === undefined; end = head.indexOf('\r\n\r\n')) {
+      const informational = /^HTTP\/1\.[01] 1\d\d/.test(head.subarray(0, 12).toString('latin1'));
+      head = head.subarray(end + 4);
+      if (!informational) body = head.length;
+    }
   });
-  return body.pipe(out);
+  return () => body;
 }
 
-async function discard(response: Dispatcher.ResponseData, agent: Agent): Promise<void> {
-  // Destroying an unread undici body emits an abort error; nobody is waiting for it.
-  response.body.on('error', () => undefined).destroy();
-  await agent.destroy().catch(() => undefined);
+/**
+ * The body as a stream that ends only once every declared byte arrived. Any other end (reset,
+ * early close, malformed bytes, a stall of `idleMs`, the caller's abort) errors it instead, and
+ * its close closes the connection.
+ */
+function streamBody(exchange: Exchange, declared: number | undefined, idleMs: number, signal?: AbortSignal): Readable {
+  const { res, url } = exchange;
+  const out = new PassThrough();
+  let received = 0;
+  let idle: NodeJS.Timeout | undefined;
+  const stop = (err: Error) => {
+    clearTimeout(idle);
+    out.destroy(err);
+  };
+  // Only armed while waiting on the server: a reader that holds back is not a stalled server.
+  const arm = () => {
+    clearTimeout(idle);
+    if (res.complete) return;
+    idle = setTimeout(() => stop(new OutboundError('timeout', `${url.host} timed out: nothing received for ${idleMs / 1000} s`)), idleMs);
+  };
+  const onAbort = () => stop(abortReason(signal!));
+
+  // Once every byte has arrived the connection no longer matters: a reset after the body is common.
+  exchange.onError((err) => {
+    if (!res.complete) stop(bodyError(err, url, { received, declared }, signal));
+  });
+  res.on('data', (chunk: Buffer) => {
+    received += chunk.length;
+    if (out.write(chunk)) return arm();
+    clearTimeout(idle);
+    res.pause();
+  });
+  out.on('drain', () => {
+    arm();
+    res.resume();
+  });
+  res.on('end', () => {
+    const framedByLength = declared !== undefined && res.headers['transfer-encoding'] === undefined;
+    if (framedByLength && (exchange.rawBodyBytes() ?? 0) > declared) {
+      return stop(new OutboundError('network', `${url.host} sent more bytes than the ${declared} its Content-Length declared`));
+    }
+    clearTimeout(idle);
+    out.end();
+  });
+  out.on('close', () => {
+    clearTimeout(idle);
+    signal?.removeEventListener('abort', onAbort);
+    exchange.close();
+  });
+  arm();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  if (signal?.aborted) onAbort();
+  return out;
 }
 
-function toOutboundError(err: unknown, url: URL, signal?: AbortSignal): Error {
-  // Cancellation is the caller's own doing: hand back its reason untouched.
-  if (err instanceof OutboundError || (signal?.aborted && err instanceof Error)) return err;
-  if (signal?.aborted) return new DOMException('the fetch was aborted', 'AbortError');
+// ---- errors ----------------------------------------------------------------------------------
+// Messages name the host and what went wrong in words; Node's own messages are not passed on.
+
+/** Cancellation is the caller's own doing: its reason goes back untouched. */
+function abortReason(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new DOMException('the fetch was aborted', 'AbortError');
+}
+
+const codeOf = (err: unknown) => {
   const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && TIMEOUT_CODES.has(code)) return new OutboundError('timeout', `${url.host} did not answer in time`);
-  return new OutboundError('network', `could not fetch from ${url.host}${typeof code === 'string' ? ` (${code})` : ''}`);
+  return typeof code === 'string' ? code : undefined;
+};
+// A reset arrives as a socket read error; a close before the end as Node's own ECONNRESET without a syscall.
+const isReset = (err: unknown) => codeOf(err) === 'ECONNRESET' && (err as { syscall?: unknown }).syscall !== undefined;
+// OpenSSL's protocol errors come as EPROTO; certificate checks as their X.509 names.
+const TLS_FAILURE = /^EPROTO$|^ERR_(SSL|TLS)_|CERT|SIGNATURE|ISSUER/;
+
+function headerError(err: unknown, url: URL, signal?: AbortSignal): Error {
+  if (signal?.aborted) return abortReason(signal);
+  if (err instanceof OutboundError) return err;
+  const code = codeOf(err);
+  const host = url.host;
+  if (isReset(err)) return new OutboundError('network', `${host} reset the connection before answering`);
+  if (code === 'ECONNRESET') return new OutboundError('network', `${host} closed the connection without answering`);
+  if (code?.startsWith('HPE_')) return new OutboundError('network', `${host} did not answer with valid HTTP (${code})`);
+  if (code === 'ECONNREFUSED') return new OutboundError('network', `could not connect to ${host}: connection refused`);
+  if (url.protocol === 'https:' && code && TLS_FAILURE.test(code)) {
+    return new OutboundError('network', `the TLS handshake with ${host} failed (${code})`);
+  }
+  return new OutboundError('network', `could not fetch from ${host}${code ? ` (${code})` : ''}`);
 }
 
-function header(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
+function bodyError(err: unknown, url: URL, progress: { received: number; declared: number | undefined }, signal?: AbortSignal): Error {
+  if (signal?.aborted) return abortReason(signal);
+  if (err instanceof OutboundError) return err;
+  const { received, declared } = progress;
+  const host = url.host;
+  const after = `after ${received}${declared === undefined ? '' : ` of ${declared}`} bytes`;
+  const code = codeOf(err);
+  if (isReset(err)) return new OutboundError('network', `${host} reset the connection ${after}`);
+  if (code?.startsWith('HPE_')) return new OutboundError('network', `${host} sent a malformed response body (${code}) ${after}`);
+  if (code === 'ECONNRESET' || (declared !== undefined && received < declared)) {
+    return new OutboundError('network', `${host} closed the connection ${after}`);
+  }
+  return new OutboundError('network', `the download from ${host} failed ${after}${code ? ` (${code})` : ''}`);
 }
 
 function withoutCredentials(headers: Record<string, string>): Record<string, string> {
