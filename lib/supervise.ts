@@ -57,7 +57,10 @@ export function supervise(options: {
     });
     c.on('error', (err) => log.error({ err }, 'worker process error'));
     c.on('exit', (code, signal) => {
-      if (child === c) (child = null), (isReady = false);
+      if (child === c) {
+        child = null;
+        isReady = false;
+      }
       if (stopping) return;
       // A child that ran a while is healthy again: start over with a short delay.
       delay = Date.now() - startedAt > 60_000 ? minDelay : Math.min(maxDelay, delay * 2);

@@ -94,7 +94,10 @@ export async function runJob(deps: RunnerDeps, job: Job, work: (ctx: JobContext)
     if (state.status !== 'none' && state.attempt !== attempt) return stop.abort(new ClaimLost(job.job_id));
     if (Date.now() - renewedAt >= leaseMs / 3) {
       const renewed = await command({ type: 'RenewLease', attempt, leaseMs, now: now() });
-      if (renewed.events.length > 0) (renewedAt = Date.now()), (leaseUntil = renewedAt + leaseMs);
+      if (renewed.events.length > 0) {
+        renewedAt = Date.now();
+        leaseUntil = renewedAt + leaseMs;
+      }
     }
   };
   const watcher = setInterval(() => {

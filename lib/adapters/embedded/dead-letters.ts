@@ -73,8 +73,12 @@ export function createSqliteDeadLetterStore(options: { path: string; now?: () =>
     async list(filter = {}) {
       const where: string[] = [];
       const params: string[] = [];
-      if (filter.source) (where.push('source = ?'), params.push(filter.source));
-      if (filter.status) (where.push('status = ?'), params.push(filter.status));
+      for (const field of ['source', 'status'] as const) {
+        const v = filter[field];
+        if (v === undefined) continue;
+        where.push(`${field} = ?`);
+        params.push(v);
+      }
       const sql = `SELECT * FROM dead_letters ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at, id`;
       return db
         .prepare<string[], Row>(sql)

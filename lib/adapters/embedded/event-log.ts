@@ -90,7 +90,9 @@ export function createEmbeddedEventLog(deps: EmbeddedLogDeps): EventLog {
     const deliver = async (event: StoredEvent, onTaken: () => void): Promise<boolean> => {
       let taken = false;
       const take = () => {
-        if (!taken) (taken = true), onTaken();
+        if (taken) return;
+        taken = true;
+        onTaken();
       };
       for (let attempt = 1; !closed; attempt++) {
         try {
@@ -216,7 +218,7 @@ export function createEmbeddedEventLog(deps: EmbeddedLogDeps): EventLog {
         subscriptions.delete(subscription);
       },
       status() {
-        let head: number | null = null;
+        let head: number | null;
         try {
           head = deps.store.headPosition();
         } catch {
