@@ -1,4 +1,5 @@
 import { cleanEnv, makeValidator, port, str, url } from 'envalid';
+import { MongoClient } from 'mongodb';
 import { parseAllowlist } from './adapters/http/outbound-fetcher';
 
 /**
@@ -29,6 +30,21 @@ const splitList = (input: string) =>
     .map((s) => s.trim())
     .filter(Boolean);
 const list = makeValidator<string[]>(splitList);
+/**
+ * A MongoDB connection string as the driver reads it: several hosts (`mongodb://a,b,c/db?replicaSet=rs0`)
+ * and `mongodb+srv://` are fine, which a WHATWG URL check refuses. Building a client parses and
+ * checks every option without connecting (SRV records are looked up only at connect). The
+ * message names the problem, never the string, which may hold a password.
+ */
+const mongoUrl = makeValidator<string>((input) => {
+  try {
+    new MongoClient(input);
+  } catch (err) {
+    throw new Error(`not a MongoDB connection string: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  return input;
+});
+
 const allowlist = makeValidator<string[]>((input) => {
   const entries = splitList(input);
   parseAllowlist(entries); // throws naming a malformed entry
@@ -51,7 +67,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       KAFKA_BROKERS: list({ default: undefined }),
       KAFKA_TOPIC: str({ default: 'media-project-events' }),
       KAFKA_PARTITIONS: positiveInt({ default: 12 }),
-      MONGO_URL: url({ default: undefined }),
+      MONGO_URL: mongoUrl({ default: undefined }),
       TRANSCRIBER: str({ choices: ['openai', 'pocketsphinx', 'none'], default: 'none' }),
       TRANSCRIBER_URL: url({ default: undefined }),
       TRANSCRIBER_API_KEY: str({ default: undefined }),

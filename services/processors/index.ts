@@ -55,6 +55,8 @@ export async function start(deps: ProcessorsDeps): Promise<Processors> {
     pool,
     async stop() {
       shutdown.abort(new Error('shutting down'));
+      // Running attempts record their interruption (which frees their claims) before we go.
+      await pool.idle();
       await Promise.all(subscriptions.map((s) => s.close()));
     },
   };

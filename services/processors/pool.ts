@@ -14,6 +14,8 @@ export interface FairPool {
    * queued or running returns the first one's promise (a redelivered job is not run twice here).
    */
   submit(group: string, key: string, run: () => Promise<void>): Promise<void>;
+  /** Resolves once nothing runs (waiting tasks included: after a shutdown they end at once). */
+  idle(): Promise<void>;
   /** Jobs running and waiting, for metrics and tests. */
   stats(): { running: number; waiting: number; byGroup: Record<string, { running: number; waiting: number }> };
 }
@@ -33,6 +35,7 @@ export function createFairPool(options: { concurrency: number; maxPerDrive?: num
   const running = new Map<string, number>();
   const known = new Map<string, Promise<void>>();
   let active = 0;
+  const onIdle: (() => void)[] = [];
 
   const pump = () => {
     while (active < concurrency) {
@@ -55,6 +58,7 @@ export function createFairPool(options: { concurrency: number; maxPerDrive?: num
           else running.set(group, left);
           known.delete(task.key);
           pump();
+          if (known.size === 0) for (const resolve of onIdle.splice(0)) resolve();
         });
     }
   };
@@ -70,6 +74,9 @@ export function createFairPool(options: { concurrency: number; maxPerDrive?: num
       else queues.set(group, [task]);
       pump();
       return task.done.promise;
+    },
+    idle() {
+      return known.size === 0 ? Promise.resolve() : new Promise<void>((resolve) => onIdle.push(resolve));
     },
     stats() {
       const byGroup: Record<string, { running: number; waiting: number }> = {};

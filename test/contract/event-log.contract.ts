@@ -1,30 +1,41 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { EventLog, LogHandler } from '../../lib/ports/event-log';
-import type { StoredEvent, Subscription } from '../../lib/ports/event-store';
+import type { DeadLetter, DeadLetterStore } from '../../lib/ports/dead-letters';
+import type { EventLog, HandlerOutcome, LogHandler, LogSubscription, SubscribeOptions } from '../../lib/ports/event-log';
+import type { StoredEvent } from '../../lib/ports/event-store';
 import { waitFor } from '../fixtures/wait';
 
 /** One contract for every EventLog adapter (STYLE §11). */
 
 export interface EventLogHarness {
   log: EventLog;
+  /** The store the log sets poison aside in (the adapter's `deadLetters` dependency). */
+  deadLetters: DeadLetterStore;
   /** Puts events of the given types into the log under partition key `key`, in order. */
   produce(key: string, types: string[]): Promise<void>;
+  /** Puts a message the adapter cannot decode under `key`; only logs that carry raw bytes have one. */
+  produceUndecodable?(key: string): Promise<void>;
   cleanup(): Promise<void>;
 }
 
 export interface EventLogContractOptions {
   before?: (this: Mocha.Context) => void;
-  /** Whether a slow key can hold up another key (true where keys may share a partition). */
-  keysMayShareALane?: boolean;
+  /**
+   * How many independent lanes keys are spread over (the subscription's lanes, or the topic's
+   * partitions): a slow key may hold up the keys of its own lane, never the others. Default 4.
+   */
+  lanes?: number;
   timeoutMs?: number;
 }
+
+/** Few enough for quick tests; the harness makes back-off and retry polling short. */
+const MAX_ATTEMPTS = 3;
 
 export function describeEventLogContract(name: string, factory: () => Promise<EventLogHarness>, options: EventLogContractOptions = {}) {
   describe(`EventLog contract: ${name}`, function () {
     this.timeout(options.timeoutMs ?? 20000);
     let h: EventLogHarness;
-    let subs: Subscription[];
+    let subs: LogSubscription[];
     let run: string;
     const wait = { timeoutMs: options.timeoutMs ?? 5000 };
 
@@ -35,24 +46,43 @@ export function describeEventLogContract(name: string, factory: () => Promise<Ev
       run = randomUUID().slice(0, 8);
     });
     afterEach(async () => {
+      // Also proves that close does not wait for a `settled` that never resolves.
       await Promise.all(subs.map((s) => s.close()));
       await h?.cleanup();
     });
 
     const key = (k: string) => `${run}-${k}`;
+    const groupOf = (g: string) => `${g}-${run}`;
     const mine = (e: StoredEvent) => String(e.metadata.partition_key).startsWith(run);
-    const collect = async (group: string, into: StoredEvent[], handler?: LogHandler) => {
-      const sub = await h.log.subscribe(
-        `${group}-${run}`,
-        async (e, ctx) => {
-          if (!mine(e)) return;
-          if (handler) await handler(e, ctx);
-          into.push(e);
+    const typesOf = (seen: StoredEvent[], k: string) => seen.filter((e) => e.metadata.partition_key === key(k)).map((e) => e.type);
+    const has = (seen: StoredEvent[], type: string) => seen.some((e) => e.type === type);
+    const lettersOf = (g: string, where: (l: DeadLetter) => boolean = () => true) =>
+      waitFor(
+        async () => {
+          const letters = (await h.deadLetters.list({ source: groupOf(g) })).filter(where);
+          return letters.length > 0 ? letters : null;
         },
-        { concurrency: 4 },
+        { ...wait, what: `a dead letter of ${g}` },
+      );
+
+    /** Subscribes `group`; an event is recorded in `into` once the handler returned (or threw nothing). */
+    const collect = async (group: string, into: StoredEvent[], handler?: LogHandler, subscribeOptions: SubscribeOptions = {}) => {
+      const sub = await h.log.subscribe(
+        groupOf(group),
+        async (e, ctx): Promise<HandlerOutcome> => {
+          if (!mine(e)) return;
+          const outcome = handler ? await handler(e, ctx) : undefined;
+          into.push(e);
+          return outcome;
+        },
+        { concurrency: 4, maxAttempts: MAX_ATTEMPTS, ...subscribeOptions },
       );
       subs.push(sub);
       return sub;
+    };
+    const unsubscribe = async (sub: LogSubscription) => {
+      await sub.close();
+      subs = subs.filter((s) => s !== sub);
     };
 
     it('delivers every event to a group, in order within a key', async () => {
@@ -61,9 +91,8 @@ export function describeEventLogContract(name: string, factory: () => Promise<Ev
       await h.produce(key('a'), ['A1', 'A2', 'A3']);
       await h.produce(key('b'), ['B1', 'B2']);
       await waitFor(() => seen.length >= 5, { ...wait, what: '5 events' });
-      const types = (k: string) => seen.filter((e) => e.metadata.partition_key === key(k)).map((e) => e.type);
-      assert.deepEqual(types('a'), ['A1', 'A2', 'A3']);
-      assert.deepEqual(types('b'), ['B1', 'B2']);
+      assert.deepEqual(typesOf(seen, 'a'), ['A1', 'A2', 'A3']);
+      assert.deepEqual(typesOf(seen, 'b'), ['B1', 'B2']);
       assert.ok(seen.every((e) => e.id && e.streamId && typeof e.revision === 'number' && e.createdAt));
     });
 
@@ -99,33 +128,164 @@ export function describeEventLogContract(name: string, factory: () => Promise<Ev
       const sub = await collect('resume', first);
       await h.produce(key('a'), ['A1', 'A2']);
       await waitFor(() => first.length >= 2, { ...wait, what: 'first batch' });
-      await sub.close();
-      subs = subs.filter((s) => s !== sub);
+      await unsubscribe(sub);
       await h.produce(key('a'), ['A3']);
       const second: StoredEvent[] = [];
       await collect('resume', second);
-      await waitFor(() => second.some((e) => e.type === 'A3'), { ...wait, what: 'A3 after resubscribing' });
-      assert.ok(!second.some((e) => e.type === 'A1'), 'an event handled before the restart is not delivered again');
+      await waitFor(() => has(second, 'A3'), { ...wait, what: 'A3 after resubscribing' });
+      assert.ok(!has(second, 'A1'), 'an event handled before the restart is not delivered again');
     });
 
-    if (!options.keysMayShareALane) {
-      it('does not hold up other keys while one key is slow', async () => {
-        const seen: StoredEvent[] = [];
-        let release: () => void = () => undefined;
-        const gate = new Promise<void>((r) => (release = r));
-        await collect('slow', seen, async (e) => {
-          if (e.type === 'SLOW') await gate;
-        });
-        await h.produce(key('slow'), ['SLOW']);
-        // Pick a key that lands in another lane than the slow one: try a few.
-        for (let i = 0; i < 8; i++) await h.produce(key(`fast${i}`), ['FAST']);
-        try {
-          await waitFor(() => seen.some((e) => e.type === 'FAST'), { ...wait, what: 'a fast key past the slow one' });
-        } finally {
-          release();
-        }
-        await waitFor(() => seen.some((e) => e.type === 'SLOW'), wait);
+    const slowKeyTest = (options.lanes ?? 4) >= 2 ? it : it.skip;
+    slowKeyTest('does not hold up other keys while one key is slow', async () => {
+      const seen: StoredEvent[] = [];
+      let release: () => void = () => undefined;
+      const gate = new Promise<void>((r) => (release = r));
+      let slowStarted = false;
+      await collect('slow', seen, async (e) => {
+        if (e.type !== 'SLOW') return;
+        slowStarted = true;
+        await gate;
       });
-    }
+      await h.produce(key('slow'), ['SLOW']);
+      // Only once the slow handler is running may the fast keys arrive: they must pass it, not precede it.
+      await waitFor(() => slowStarted, { ...wait, what: 'the slow handler running' });
+      // Keys are hashed to lanes: with 8 keys, all sharing the slow one's lane is (1/lanes)^8.
+      for (let i = 0; i < 8; i++) await h.produce(key(`fast${i}`), ['FAST']);
+      try {
+        await waitFor(() => has(seen, 'FAST'), { ...wait, what: 'a fast key past the slow one' });
+      } finally {
+        release();
+      }
+      await waitFor(() => has(seen, 'SLOW'), wait);
+    });
+
+    // ---------------------------------------------------------------- taken on, settled later
+
+    it('goes on delivering while a taken-on event has not settled, on its key and on others', async () => {
+      const seen: StoredEvent[] = [];
+      const never = new Promise<void>(() => undefined);
+      const sub = await collect('taken', seen, async (e) => (e.type === 'P1' ? { settled: never } : undefined));
+      await h.produce(key('a'), ['P1', 'A2', 'A3']);
+      await h.produce(key('b'), ['B1']);
+      await waitFor(() => seen.length >= 4, { ...wait, what: 'the events after the unsettled one' });
+      assert.deepEqual(typesOf(seen, 'a'), ['P1', 'A2', 'A3']);
+      const status = sub.status();
+      assert.equal(status.group, groupOf('taken'));
+      assert.equal(status.running, true);
+      assert.ok(status.lag === null || status.lag >= 0, `lag ${status.lag}`);
+    });
+
+    it('after resubscribing, delivers again an event that never settled, and not one that did', async () => {
+      const first: StoredEvent[] = [];
+      const sub = await collect('settle', first, async (e) => ({
+        settled: e.type === 'DONE' ? Promise.resolve() : new Promise<void>(() => undefined),
+      }));
+      await h.produce(key('a'), ['DONE', 'OPEN']);
+      await waitFor(() => first.length >= 2, { ...wait, what: 'both events taken on' });
+      await unsubscribe(sub);
+
+      const second: StoredEvent[] = [];
+      await collect('settle', second);
+      await waitFor(() => has(second, 'OPEN'), { ...wait, what: 'the unsettled event again' });
+      assert.ok(!has(second, 'DONE'), 'an event whose settled resolved is not delivered again');
+    });
+
+    it('takes on at most maxInFlight unsettled events and goes on as they settle', async () => {
+      const seen: StoredEvent[] = [];
+      const releases: (() => void)[] = [];
+      let unsettled = 0;
+      let most = 0;
+      await collect(
+        'bounded',
+        seen,
+        async () => {
+          most = Math.max(most, ++unsettled);
+          return { settled: new Promise<void>((r) => releases.push(() => (unsettled--, r()))) };
+        },
+        { maxInFlight: 2 },
+      );
+      await h.produce(key('a'), ['A1', 'A2', 'A3', 'A4']);
+      await waitFor(() => seen.length >= 2, { ...wait, what: 'the first two events' });
+      for (let n = 3; n <= 4; n++) {
+        releases.shift()!();
+        await waitFor(() => seen.length >= n, { ...wait, what: `event ${n} once one settled` });
+      }
+      assert.ok(most <= 2, `${most} events were unsettled at once`);
+      releases.forEach((release) => release());
+    });
+
+    it('calls the handler again when settled rejects, without holding up its key, and sets it aside after maxAttempts', async () => {
+      const seen: StoredEvent[] = [];
+      let calls = 0;
+      await collect('rejects', seen, async (e) => {
+        if (e.type !== 'JOB') return;
+        calls++;
+        return { settled: new Promise<void>((_, reject) => setTimeout(() => reject(new Error('job failed: disk full')), 5)) };
+      });
+      await h.produce(key('a'), ['JOB', 'A2']);
+      await waitFor(() => has(seen, 'A2'), { ...wait, what: 'the event after the failing one' });
+      const [letter] = await lettersOf('rejects', (l) => l.event_type === 'JOB');
+      assert.equal(calls, MAX_ATTEMPTS);
+      assert.equal(letter.attempts, MAX_ATTEMPTS);
+      assert.match(letter.reason, /disk full/);
+    });
+
+    // ---------------------------------------------------------------- poison and dead letters
+
+    it('sets aside an event whose handler keeps throwing after maxAttempts, and goes on', async () => {
+      const seen: StoredEvent[] = [];
+      let tries = 0;
+      await collect('poison', seen, async (e) => {
+        if (e.type !== 'BAD') return;
+        tries++;
+        throw new Error('poison: cannot handle');
+      });
+      await h.produce(key('a'), ['A1', 'BAD', 'A3']);
+      await h.produce(key('b'), ['B1']);
+      await waitFor(() => has(seen, 'A3') && has(seen, 'B1'), { ...wait, what: 'the events after the poison' });
+      assert.deepEqual(typesOf(seen, 'a'), ['A1', 'A3']);
+      assert.equal(tries, MAX_ATTEMPTS);
+
+      const letters = await lettersOf('poison');
+      assert.equal(letters.length, 1);
+      const [letter] = letters;
+      assert.equal(letter.event_type, 'BAD');
+      assert.equal(letter.status, 'dead');
+      assert.equal(letter.attempts, MAX_ATTEMPTS);
+      assert.match(letter.reason, /poison: cannot handle/);
+      assert.equal(letter.payload_encoding, 'json');
+      assert.equal((JSON.parse(letter.payload) as StoredEvent).id, letter.event_id);
+    });
+
+    it('handles a dead letter marked for retry once the handler works, and removes the letter', async () => {
+      const seen: StoredEvent[] = [];
+      let broken = true;
+      await collect('revive', seen, async (e) => {
+        if (e.type === 'FIXME' && broken) throw new Error('not yet');
+      });
+      await h.produce(key('a'), ['FIXME', 'A2']);
+      await waitFor(() => has(seen, 'A2'), { ...wait, what: 'the event after the failing one' });
+      const [letter] = await lettersOf('revive');
+
+      broken = false;
+      assert.equal(await h.deadLetters.markRetry(letter.id), true);
+      await waitFor(() => has(seen, 'FIXME'), { ...wait, what: 'the retried letter handled' });
+      await waitFor(async () => (await h.deadLetters.get(letter.id)) === null, { ...wait, what: 'the letter removed' });
+      assert.equal(seen.find((e) => e.type === 'FIXME')!.id, letter.event_id);
+    });
+
+    it('sets aside a message it cannot decode, with its raw bytes, and goes on', async function () {
+      if (!h.produceUndecodable) this.skip();
+      const seen: StoredEvent[] = [];
+      await collect('undecodable', seen);
+      await h.produceUndecodable!(key('a'));
+      await h.produce(key('a'), ['A2']);
+      await waitFor(() => has(seen, 'A2'), { ...wait, what: 'the event after the undecodable one' });
+      const [letter] = await lettersOf('undecodable', (l) => l.payload_encoding === 'base64');
+      assert.match(letter.position ?? '', /^\d+\/\d+$/, 'position is partition/offset');
+      assert.ok(Buffer.from(letter.payload, 'base64').length > 0);
+      assert.equal(letter.attempts, MAX_ATTEMPTS);
+    });
   });
 }

@@ -2,12 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, type Producer } from 'kafkajs';
+import { MongoClient } from 'mongodb';
 import pino from 'pino';
+import { createSqliteDeadLetterStore } from '../../lib/adapters/embedded/dead-letters';
 import { createEmbeddedEventLog } from '../../lib/adapters/embedded/event-log';
 import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
 import { createKafkaEventLog, createKafkaProducer, ensureTopic } from '../../lib/adapters/kafka/event-log';
+import { createMongoDeadLetterStore } from '../../lib/adapters/mongodb/dead-letters';
+import type { DeadLetterStore } from '../../lib/ports/dead-letters';
 import type { StoredEvent } from '../../lib/ports/event-store';
+import { createMemoryDeadLetterStore } from '../fixtures/memory-dead-letters';
 import { skipUnless } from '../fixtures/wait';
 import { describeEventLogContract } from './event-log.contract';
 
@@ -15,10 +20,13 @@ const logger = pino({ level: 'silent' });
 
 describeEventLogContract('embedded ($all of the SQLite store)', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'log-'));
-  const store = createSqliteEventStore({ path: join(dir, 'events.sqlite') });
-  const log = createEmbeddedEventLog({ store, logger, retryBaseMs: 5 });
+  const path = join(dir, 'events.sqlite');
+  const store = createSqliteEventStore({ path });
+  const deadLetters = createSqliteDeadLetterStore({ path });
+  const log = createEmbeddedEventLog({ store, logger, deadLetters, retryBaseMs: 5, retryPollMs: 50 });
   return {
     log,
+    deadLetters,
     async produce(key, types) {
       const stream = `test-${key}`;
       const existing = await store.readStream(stream);
@@ -27,6 +35,7 @@ describeEventLogContract('embedded ($all of the SQLite store)', async () => {
     },
     async cleanup() {
       await log.close();
+      deadLetters.close();
       await store.close();
       rmSync(dir, { recursive: true, force: true });
     },
@@ -40,17 +49,43 @@ const jsonCodec = {
   decode: (b: Buffer) => JSON.parse(b.toString('utf8')) as StoredEvent,
 };
 
+/** MongoDB's store when MONGO_URL is set (in a database of its own, dropped afterwards), else one in memory. */
+async function kafkaRunDeadLetters(): Promise<{ store: DeadLetterStore; close(): Promise<void> }> {
+  if (!process.env.MONGO_URL) return { store: createMemoryDeadLetterStore(), close: async () => undefined };
+  const client = await MongoClient.connect(process.env.MONGO_URL);
+  const db = client.db(`contract_letters_${randomUUID().slice(0, 8)}`);
+  return {
+    store: createMongoDeadLetterStore(db),
+    async close() {
+      await db.dropDatabase().catch(() => undefined);
+      await client.close();
+    },
+  };
+}
+
 describeEventLogContract(
   'Kafka',
   async () => {
     const kafka = new Kafka({ clientId: 'contract', brokers: process.env.KAFKA_BROKERS!.split(','), logLevel: logLevel.NOTHING });
     const topic = `contract-${randomUUID()}`;
     await ensureTopic(kafka, topic, 4);
-    const log = createKafkaEventLog({ kafka, topic, codec: jsonCodec, logger, retryBaseMs: 20 });
+    const letters = await kafkaRunDeadLetters();
+    const log = createKafkaEventLog({
+      kafka,
+      topic,
+      codec: jsonCodec,
+      logger,
+      deadLetters: letters.store,
+      retryBaseMs: 20,
+      retryPollMs: 200,
+      commitIntervalMs: 200,
+    });
     const producer = createKafkaProducer({ kafka, topic, codec: jsonCodec, logger });
+    let raw: Producer | null = null;
     let position = 0;
     return {
       log,
+      deadLetters: letters.store,
       async produce(key, types) {
         const events = types.map((type, revision) => ({
           id: randomUUID(),
@@ -64,9 +99,18 @@ describeEventLogContract(
         }));
         await producer.publish(events);
       },
+      async produceUndecodable(key) {
+        if (!raw) {
+          raw = kafka.producer();
+          await raw.connect();
+        }
+        await raw.send({ topic, messages: [{ key, value: Buffer.from([0xc3, 0x01, 0xde, 0xad]) }] });
+      },
       async cleanup() {
         await log.close();
         await producer.close();
+        await raw?.disconnect();
+        await letters.close();
         const admin = kafka.admin();
         await admin.connect();
         await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
@@ -74,5 +118,5 @@ describeEventLogContract(
       },
     };
   },
-  { before: skipUnless('KAFKA_BROKERS'), keysMayShareALane: true, timeoutMs: 60_000 },
+  { before: skipUnless('KAFKA_BROKERS'), lanes: 4, timeoutMs: 60_000 },
 );

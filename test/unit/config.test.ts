@@ -52,6 +52,33 @@ describe('configuration from the environment', () => {
     assert.throws(() => parseDurationSeconds('1 hour'));
   });
 
+  it('accepts MONGO_URL as the MongoDB driver does: replica sets with several hosts, and mongodb+srv', () => {
+    for (const value of [
+      'mongodb://localhost:27017/media_project',
+      'mongodb://a:27017,b:27017,c:27017/mps?replicaSet=rs0',
+      'mongodb://user:p%40ss@a:27017,b:27017/mps?replicaSet=rs0&authSource=admin&w=majority',
+      'mongodb+srv://user:secret@cluster0.example.net/mps?retryWrites=true',
+    ]) {
+      assert.equal(loadConfig({ MONGO_URL: value }).mongoUrl, value);
+    }
+  });
+
+  for (const value of ['http://mongo:27017/mps', 'mongodb://', 'mongodb+srv://a.example.net:27017/mps', 'mongodb://a/mps?tls=maybe']) {
+    it(`refuses MONGO_URL ${JSON.stringify(value)}, naming the variable`, () => {
+      assert.throws(
+        () => loadConfig({ MONGO_URL: value }),
+        (err: Error) => err.message.includes('MONGO_URL') && err.message.includes('not a MongoDB connection string'),
+      );
+    });
+  }
+
+  it('does not repeat a MONGO_URL password in its refusal', () => {
+    assert.throws(
+      () => loadConfig({ MONGO_URL: 'mongodb://user:hunter2@a/mps?tls=maybe' }),
+      (err: Error) => err.message.includes('MONGO_URL') && !err.message.includes('hunter2'),
+    );
+  });
+
   it('splits KAFKA_BROKERS and the allow list', () => {
     const c = loadConfig({ KAFKA_BROKERS: 'a:9092, b:9092', OUTBOUND_ALLOWLIST: '127.0.0.1,10.0.0.0/8' });
     assert.deepEqual(c.kafka?.brokers, ['a:9092', 'b:9092']);

@@ -93,6 +93,19 @@ function checkLimit(limit: number | undefined): number | undefined {
   return limit;
 }
 
+/**
+ * The declared fields, then `_id`: every find is sorted with the `_id` tie-break, and an index
+ * only serves a sort whose keys it holds in that order, so without `_id` a page of equal
+ * `created_at`s would be sorted in memory. Ascending throughout: Mongo walks an index backwards
+ * for a sort that reverses every key (`created_at` and `_id` both descending, as keyset paging
+ * does). createIndex is a no-op when an index with the same keys exists.
+ */
+export function indexSpec(fields: readonly string[]): IndexSpecification {
+  if (fields.length === 0) throw new Error('ensureIndex needs at least one field');
+  const keys = fields.map(checkField);
+  return Object.fromEntries((keys.includes('_id') ? keys : [...keys, '_id']).map((field) => [field, 1]));
+}
+
 const isDuplicateKey = (error: unknown) => error instanceof MongoServerError && error.code === DUPLICATE_KEY;
 
 /** `close` leaves the client open: the composition root that connected it also closes it. */
@@ -124,11 +137,18 @@ export function createMongoReadStore(db: Db): ReadStore {
       const result = await collectionOf(collection).replaceOne({ _id: doc._id, _rev: expectedRev }, doc, WRITE_OPTIONS);
       return result.matchedCount === 0 ? 'stale' : 'written';
     },
+    async sum(collection, filter: Filter, field) {
+      const [row] = await collectionOf(collection)
+        .aggregate<{ total: number }>([
+          { $match: translate(filter) },
+          // $sum skips values that are not numbers, as SQLite's TOTAL() counts them as nothing.
+          { $group: { _id: null, total: { $sum: `$${checkField(field)}` } } },
+        ])
+        .toArray();
+      return row?.total ?? 0;
+    },
     async ensureIndex(collection, fields) {
-      if (fields.length === 0) throw new Error('ensureIndex needs at least one field');
-      const spec: IndexSpecification = Object.fromEntries(fields.map((field) => [checkField(field), 1]));
-      // createIndex is a no-op when an index with the same keys and options exists.
-      await collectionOf(collection).createIndex(spec);
+      await collectionOf(collection).createIndex(indexSpec(fields));
     },
     async clear(collection) {
       await collectionOf(collection).deleteMany({});
