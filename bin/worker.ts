@@ -35,7 +35,9 @@ runService('worker', async (config, logger) => {
   if (config.kafka) {
     const producer = await openLogProducer(config, logger);
     const r = await relay.start({ store, producer, checkpoints: createReadStoreCheckpoints(readSide.read), logger, deadLetters });
-    stops.push(r.stop, () => producer.close());
+    const relayLag = setInterval(() => metrics.relayLag.set(r.status().lag), 5000);
+    relayLag.unref();
+    stops.push(async () => clearInterval(relayLag), r.stop, () => producer.close());
   }
   const projector = await startProjector({ log, read: readSide.read, store, logger, onFatal });
   stops.unshift(() => projector.close());
