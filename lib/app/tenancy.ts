@@ -1,25 +1,38 @@
+import { LRUCache } from 'lru-cache';
 import { AppError } from '../domain/errors';
 import { streams } from '../domain/ids';
 import type { Clock } from '../ports/clock';
 import type { EventStore } from '../ports/event-store';
 import { loadState } from './command-handler';
 import { driveDecider, tokenDecider } from './deciders';
-import { tokenIdOf, tokenMatches } from './tokens';
+import { hashToken, tokenIdOf, tokenMatches } from './tokens';
 
 export type Principal = { driveId: string; driveName: string; userId: string; tokenId: string };
+
+/** Resolves an `Authorization` header to its principal, or throws `unauthorized`. */
+export type Authenticate = (authorization: string | undefined) => Promise<Principal>;
 
 /**
  * Resolves a bearer token to its drive and user straight from the event store (token and drive
  * streams), so a token made a moment ago by the admin CLI works at once. Results are cached for
  * `cacheTtlMs`, which bounds how long a revoked token keeps working.
+ *
+ * Only a string of the exact token shape is looked up or cached, and the cache holds at most
+ * `cacheMax` entries keyed by the token's SHA-256: its memory is bounded whatever callers send
+ * (it once kept every string sent as a token). An unknown but well-formed token is cached too,
+ * so guessing costs the store one read per guess per TTL at most. Lookups in flight are shared:
+ * when an entry expires under load, one request reads the store and the others wait for it.
  */
-export function createAuthenticator(deps: { store: EventStore; clock: Clock; cacheTtlMs?: number }) {
+export function createAuthenticator(deps: {
+  store: EventStore;
+  clock: Clock;
+  cacheTtlMs?: number;
+  cacheMax?: number;
+}): Authenticate & { readonly cacheSize: number } {
   const ttl = deps.cacheTtlMs ?? 1000;
-  const cache = new Map<string, { at: number; principal: Principal | null }>();
+  const cache = new LRUCache<string, { at: number; principal: Promise<Principal | null> }>({ max: deps.cacheMax ?? 10_000 });
 
-  async function resolve(token: string): Promise<Principal | null> {
-    const tokenId = tokenIdOf(token);
-    if (!tokenId) return null;
+  async function resolve(token: string, tokenId: string): Promise<Principal | null> {
     const { state: t } = await loadState(deps.store, streams.token(tokenId), tokenDecider);
     if (!t.exists || t.revoked || !tokenMatches(token, t.token.secret_hash)) return null;
     const { state: d } = await loadState(deps.store, streams.drive(t.token.drive_id), driveDecider);
@@ -27,20 +40,26 @@ export function createAuthenticator(deps: { store: EventStore; clock: Clock; cac
     return { driveId: d.driveId, driveName: d.name, userId: t.token.user_id, tokenId };
   }
 
-  return async function authenticate(authorization: string | undefined): Promise<Principal> {
+  function lookup(token: string, tokenId: string): Promise<Principal | null> {
+    const key = hashToken(token);
+    const now = deps.clock.now().getTime();
+    const hit = cache.get(key);
+    if (hit && now - hit.at < ttl) return hit.principal;
+    const principal = resolve(token, tokenId);
+    const entry = { at: now, principal };
+    cache.set(key, entry);
+    // A store failure is not an answer about the token: the next request asks again.
+    principal.catch(() => cache.peek(key) === entry && cache.delete(key));
+    return principal;
+  }
+
+  const authenticate = async (authorization: string | undefined): Promise<Principal> => {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
     if (!m) throw new AppError('unauthorized', 'missing API token: send Authorization: Bearer <API_TOKEN>');
-    const now = deps.clock.now().getTime();
-    const hit = cache.get(m[1]);
-    let principal = hit && now - hit.at < ttl ? hit.principal : undefined;
-    if (principal === undefined) {
-      principal = await resolve(m[1]);
-      if (cache.size > 10_000) cache.clear();
-      cache.set(m[1], { at: now, principal });
-    }
+    const tokenId = tokenIdOf(m[1]);
+    const principal = tokenId ? await lookup(m[1], tokenId) : null;
     if (!principal) throw new AppError('unauthorized', 'invalid or revoked API token');
     return principal;
   };
+  return Object.defineProperty(authenticate, 'cacheSize', { get: () => cache.size }) as Authenticate & { readonly cacheSize: number };
 }
-
-export type Authenticate = ReturnType<typeof createAuthenticator>;

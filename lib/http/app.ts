@@ -1,16 +1,18 @@
-import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Authenticate } from '../app/tenancy';
+import { AppError } from '../domain/errors';
+import type { Metrics } from '../observability/metrics';
 import { authenticate, rateLimit } from './guards';
-import { errorHandler, notFoundFallback, requestContext } from './middleware';
+import { errorHandler, jsonBody, notFoundFallback, observeDuration, requestContext } from './middleware';
 
 /**
- * The pipeline both APIs share, in this order: request id and access log, error mapping,
- * unauthenticated health check, token, rate limit, JSON body (size-limited), the API's routes
- * under /v1, then 404. `createApiApp` never listens (STYLE §6).
+ * The pipeline both APIs share, in this order: request duration metric, request id and access
+ * log, error mapping, the unauthenticated operator endpoints (/healthz, /readyz, /metrics),
+ * token, rate limit, JSON body (size-limited), the API's routes under /v1, then 404.
+ * `createApiApp` never listens (STYLE §6).
  */
 
 export type ApiAppDeps = {
@@ -18,28 +20,70 @@ export type ApiAppDeps = {
   authenticate: Authenticate;
   limiter: RateLimiterAbstract;
   maxRequestBytes: number;
-  /** Resolves when the service can take traffic (stores reachable); rejects otherwise. */
-  health?: () => Promise<void>;
+  /** The service's metrics: requests are timed into it and `GET /metrics` serves its registry. */
+  metrics?: Pick<Metrics, 'registry' | 'httpRequestDuration'>;
+  /** Resolves when the service can take traffic (stores reachable, consumers running); rejects with the reason otherwise. */
+  ready?: () => Promise<void>;
 };
+
+/** A readiness check that hangs is a failed one; answering late would only stack probes up. */
+const READY_TIMEOUT_MS = 2_000;
 
 export function createApiApp(deps: ApiAppDeps, mount: (v1: Router) => void): Koa {
   const app = new Koa();
   app.proxy = true;
   app.silent = true;
-  const v1 = new Router({ prefix: '/v1' });
-  v1.use(authenticate(deps.authenticate), rateLimit(deps.limiter));
-  v1.use(bodyParser({ enableTypes: ['json'], jsonLimit: deps.maxRequestBytes, encoding: 'utf-8' }));
+  // Case-sensitive like the prefix's own match, so that a path either reaches a route through
+  // the guards or reaches no route at all (a `/V1/...` once matched its route and skipped auth).
+  const v1 = new Router({ prefix: '/v1', sensitive: true });
+  const [auth, limit, body] = [authenticate(deps.authenticate), rateLimit(deps.limiter), jsonBody(deps.maxRequestBytes)];
+  // One router layer rather than three: the router matches each layer's path again and builds
+  // its params on every request.
+  v1.use((ctx, next) => auth(ctx, () => limit(ctx, () => body(ctx, next))));
   mount(v1);
 
+  if (deps.metrics) app.use(observeDuration(deps.metrics.httpRequestDuration));
   app.use(requestContext(deps.logger));
   app.use(errorHandler());
-  app.use(async (ctx, next) => {
-    if (ctx.path !== '/healthz') return next();
-    await (deps.health?.() ?? Promise.resolve());
-    ctx.body = { status: 'ok' };
-  });
+  app.use(operatorRoutes(deps).routes());
   app.use(v1.routes());
-  app.use(v1.allowedMethods({ throw: false }));
   app.use(notFoundFallback());
   return app;
+}
+
+function operatorRoutes(deps: ApiAppDeps): Router {
+  const ops = new Router({ sensitive: true });
+  // Liveness only: a store outage must not make the orchestrator restart healthy processes.
+  ops.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  ops.get('/readyz', async (ctx) => {
+    const reason = await failureOf(deps.ready);
+    if (reason !== null) throw new AppError('unavailable', reason);
+    ctx.body = { status: 'ready' };
+  });
+  const metrics = deps.metrics;
+  if (metrics) {
+    ops.get('/metrics', async (ctx) => {
+      ctx.type = metrics.registry.contentType;
+      ctx.body = await metrics.registry.metrics();
+    });
+  }
+  return ops;
+}
+
+async function failureOf(check: (() => Promise<void>) | undefined): Promise<string | null> {
+  if (!check) return null;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`readiness check did not answer within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([check(), timeout]);
+    return null;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  } finally {
+    clearTimeout(timer);
+  }
 }

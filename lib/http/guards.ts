@@ -13,25 +13,25 @@ export const authenticate = (auth: Authenticate) => async (ctx: Context, next: N
  * Per-token rate limit over a fixed one-minute window (rate-limiter-flexible: in memory for one
  * process, MongoDB-backed when the APIs run as several replicas).
  */
-export const rateLimit = (limiter: RateLimiterAbstract) => async (ctx: Context, next: Next) => {
-  const setHeaders = (r: RateLimiterRes) => {
-    ctx.set('X-RateLimit-Limit', String(limiter.points));
+export const rateLimit = (limiter: RateLimiterAbstract) => {
+  const limit = String(limiter.points);
+  const setHeaders = (ctx: Context, r: RateLimiterRes) => {
+    ctx.set('X-RateLimit-Limit', limit);
     ctx.set('X-RateLimit-Remaining', String(Math.max(0, r.remainingPoints)));
     ctx.set('X-RateLimit-Consumed', String(r.consumedPoints));
   };
-  let res: RateLimiterRes;
-  try {
-    res = await limiter.consume(ctx.state.auth.tokenId);
-  } catch (rejection) {
-    if (rejection instanceof Error) throw rejection; // the limiter's store failed: not a 429
-    const r = rejection as RateLimiterRes;
-    setHeaders(r);
-    ctx.set('Retry-After', String(Math.max(1, Math.ceil(r.msBeforeNext / 1000))));
-    throw new AppError(
-      'rate_limit_exceeded',
-      `rate limit of ${limiter.points} requests per minute exceeded; retry after the Retry-After seconds`,
-    );
-  }
-  setHeaders(res);
-  await next();
+  return async (ctx: Context, next: Next) => {
+    let res: RateLimiterRes;
+    try {
+      res = await limiter.consume(ctx.state.auth.tokenId);
+    } catch (rejection) {
+      if (rejection instanceof Error) throw rejection; // the limiter's store failed: not a 429
+      const r = rejection as RateLimiterRes;
+      setHeaders(ctx, r);
+      ctx.set('Retry-After', String(Math.max(1, Math.ceil(r.msBeforeNext / 1000))));
+      throw new AppError('rate_limit_exceeded', `rate limit of ${limit} requests per minute exceeded; retry after the Retry-After seconds`);
+    }
+    setHeaders(ctx, res);
+    await next();
+  };
 };

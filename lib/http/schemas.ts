@@ -1,4 +1,4 @@
-import Ajv, { type ErrorObject } from 'ajv';
+import Ajv, { type ErrorObject, type FormatDefinition } from 'ajv';
 import addFormats from 'ajv-formats';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -6,8 +6,9 @@ import { API_SCHEMA_DIR } from '../paths';
 import { invalidInput } from '../domain/errors';
 
 /**
- * The API's JSON Schemas (schemas/api/), compiled once. Bodies are validated strictly; query
- * strings with type coercion, since everything in a query string arrives as text.
+ * The API's JSON Schemas (schemas/api/), compiled once. Bodies are validated strictly. Query
+ * strings arrive as text: their values are read the way the query schema types them (decimal
+ * digits for an integer, one value unless the schema takes an array), then validated strictly.
  */
 
 export type Validator = ((data: unknown) => boolean) & { readonly errors?: ErrorObject[] | null };
@@ -15,7 +16,7 @@ export type Validator = ((data: unknown) => boolean) & { readonly errors?: Error
 export interface SchemaRegistry {
   /** Throws `invalid_input` naming the first offending field. */
   assertBody(schemaId: string, value: unknown): void;
-  /** Coerces and fills defaults in place, then validates like `assertBody`. */
+  /** Converts to the schema's types and fills defaults in place, then validates like `assertBody`. */
   assertQuery(schemaId: string, value: Record<string, unknown>): void;
   /** For tests and tools: the validator of a response schema (a plain predicate, not a type guard). */
   validator(schemaId: string): Validator;
@@ -25,10 +26,8 @@ export function loadSchemas(dir = API_SCHEMA_DIR): SchemaRegistry {
   const schemas = readdirSync(dir)
     .filter((f) => f.endsWith('.json'))
     .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')));
-  const strict = addFormats(new Ajv({ schemas, allErrors: false, strict: true, strictRequired: false, allowUnionTypes: true }));
-  const coercing = addFormats(
-    new Ajv({ schemas, allErrors: false, strict: true, strictRequired: false, coerceTypes: true, useDefaults: true }),
-  );
+  const strict = withFormats(new Ajv({ schemas, allErrors: false, strict: true, strictRequired: false, allowUnionTypes: true }));
+  const queries = withFormats(new Ajv({ schemas, allErrors: false, strict: true, strictRequired: false, useDefaults: true }));
   const get = (ajv: Ajv, id: string) => {
     const v = ajv.getSchema(id);
     if (!v) throw new Error(`unknown schema ${id}`);
@@ -36,13 +35,17 @@ export function loadSchemas(dir = API_SCHEMA_DIR): SchemaRegistry {
   };
   // Compile everything now: a broken schema stops start-up, not a request.
   for (const s of schemas) get(strict, s.$id);
+  const queryTypes = new Map<string, Map<string, QueryParam>>();
   return {
     assertBody(id, value) {
       const v = get(strict, id);
       if (!v(value)) throw invalidInput(describeError(v.errors?.[0], 'body'));
     },
     assertQuery(id, value) {
-      const v = get(coercing, id);
+      const v = get(queries, id);
+      let params = queryTypes.get(id);
+      if (!params) queryTypes.set(id, (params = queryParams(v.schema)));
+      readQuery(params, value);
       if (!v(value)) throw invalidInput(describeError(v.errors?.[0], 'query'));
     },
     validator: (id) => {
@@ -50,6 +53,65 @@ export function loadSchemas(dir = API_SCHEMA_DIR): SchemaRegistry {
       return Object.defineProperty((data: unknown): boolean => v(data) === true, 'errors', { get: () => v.errors });
     },
   };
+}
+
+/**
+ * ajv-formats' date-time is RFC 3339, which allows a leap second (`23:59:60`) that `Date` cannot
+ * read: such a value passed validation and then threw in `toISOString()`. Every date-time the API
+ * takes must also be a `Date`.
+ */
+function withFormats(ajv: Ajv): Ajv {
+  addFormats(ajv);
+  const rfc3339 = ajv.formats['date-time'] as FormatDefinition<string> & { validate: (s: string) => boolean };
+  return ajv.addFormat('date-time', {
+    ...rfc3339,
+    validate: (s: string) => rfc3339.validate(s) && Number.isFinite(Date.parse(s)),
+  });
+}
+
+type QueryParam = { type?: string; items?: QueryParam };
+
+/** The declared types of a flat query schema's parameters, in a Map: a query key is user input. */
+function queryParams(schema: unknown): Map<string, QueryParam> {
+  const properties = (schema as { properties?: Record<string, QueryParam> }).properties ?? {};
+  return new Map(Object.entries(properties));
+}
+
+/**
+ * Reads query text into the declared types. Stricter than ajv's `coerceTypes`, which takes
+ * `Infinity`, `1e400`, `0x10` and `1e1` as numbers: an integer is decimal digits, a number
+ * decimal digits with an optional fraction. Anything else stays text for the schema to refuse,
+ * naming the parameter.
+ */
+function readQuery(params: Map<string, QueryParam>, query: Record<string, unknown>): void {
+  for (const [key, raw] of Object.entries(query)) {
+    const param = params.get(key);
+    if (!param) continue;
+    if (param.type === 'array') {
+      query[key] = (Array.isArray(raw) ? raw : [raw]).map((x) => readScalar(param.items, x));
+    } else if (Array.isArray(raw)) {
+      throw invalidInput(`${fieldPath('', key)} must be given once`);
+    } else {
+      query[key] = readScalar(param, raw);
+    }
+  }
+}
+
+const INTEGER = /^-?\d{1,15}$/;
+const NUMBER = /^-?\d{1,15}(?:\.\d{1,15})?$/;
+
+function readScalar(param: QueryParam | undefined, raw: unknown): unknown {
+  if (typeof raw !== 'string') return raw;
+  switch (param?.type) {
+    case 'integer':
+      return INTEGER.test(raw) ? Number(raw) : raw;
+    case 'number':
+      return NUMBER.test(raw) ? Number(raw) : raw;
+    case 'boolean':
+      return raw === 'true' ? true : raw === 'false' ? false : raw;
+    default:
+      return raw;
+  }
 }
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;

@@ -1,5 +1,16 @@
 import assert from 'node:assert/strict';
+import { gzipSync } from 'node:zlib';
+import pino from 'pino';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import supertest from 'supertest';
+import { systemClock } from '../../lib/adapters/system/clock';
 import { revokeToken } from '../../lib/app/admin';
+import { createAuthenticator } from '../../lib/app/tenancy';
+import { createHttpServer } from '../../lib/http/listen';
+import { createMetrics } from '../../lib/observability/metrics';
+import type { EventStore } from '../../lib/ports/event-store';
+import type { ReadStore } from '../../lib/ports/read-store';
+import { createApp as createQueryApp } from '../../services/query-api/app';
 import { startHarness, type Harness } from '../fixtures/harness';
 
 describe('HTTP edge: auth, validation, errors, rate limit', function () {
@@ -54,6 +65,198 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
 
   it('answers /healthz without a token', async () => {
     assert.equal((await h.http.get('/healthz')).status, 200);
+  });
+
+  describe('operator endpoints: /healthz, /readyz, /metrics', () => {
+    /** The query app as its composition root builds it, over stores that may be made to fail. */
+    function opsApp(options: { storesDown?: boolean; ready?: () => Promise<void>; metrics?: boolean } = {}) {
+      const down = () => Promise.reject(new Error('event store unreachable'));
+      const store: EventStore = options.storesDown ? { ...h.store, readStream: down, readAll: down, append: down } : h.store;
+      const read: ReadStore = options.storesDown ? { ...h.read, get: down, find: down } : h.read;
+      const metrics = options.metrics ? createMetrics() : undefined;
+      const app = createQueryApp({
+        logger: pino({ level: 'silent' }),
+        authenticate: createAuthenticator({ store, clock: systemClock }),
+        limiter: new RateLimiterMemory({ points: 100, duration: 60 }),
+        maxRequestBytes: 1024,
+        schemas: h.schemas,
+        read,
+        store,
+        metrics,
+        ready: options.ready ?? (async () => void (await Promise.all([store.readStream('health-check'), read.get('health', 'check')]))),
+      });
+      return { http: supertest(app.callback()), metrics };
+    }
+
+    it('answers /healthz 200 while the stores are down: liveness only', async () => {
+      const { http } = opsApp({ storesDown: true });
+      const res = await http.get('/healthz');
+      assert.equal(res.status, 200);
+      assert.deepEqual(res.body, { status: 'ok' });
+    });
+
+    it('answers /readyz 200 ready when the readiness check passes', async () => {
+      const res = await opsApp().http.get('/readyz');
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.deepEqual(res.body, { status: 'ready' });
+    });
+
+    it('answers /readyz 503 unavailable with the reason when a store is down', async () => {
+      expectError(await opsApp({ storesDown: true }).http.get('/readyz'), 503, 'unavailable', /event store unreachable/);
+    });
+
+    it('answers /readyz 503 when the readiness check hangs', async function () {
+      this.timeout(10_000);
+      const res = await opsApp({ ready: () => new Promise(() => undefined) }).http.get('/readyz');
+      expectError(res, 503, 'unavailable', /did not answer/);
+    });
+
+    it('answers /readyz on the harness app (no check given) and /metrics 404 when the service has no metrics', async () => {
+      assert.equal((await h.http.get('/readyz')).status, 200);
+      expectError(await h.http.get('/metrics'), 404, 'not_found');
+    });
+
+    it('serves /metrics without a token, with the routes it timed', async () => {
+      const { http, metrics } = opsApp({ metrics: true });
+      assert.equal((await http.get('/v1/status').set(h.auth())).status, 200);
+      const res = await http.get('/metrics');
+      assert.equal(res.status, 200);
+      assert.equal(res.headers['content-type'], metrics!.registry.contentType);
+      assert.match(res.text, /http_request_duration_seconds_count\{method="GET",route="\/v1\/status",status="200"\} 1/);
+    });
+  });
+
+  it('serves over an HTTP server with bounded timeouts and header count', () => {
+    const server = createHttpServer(() => undefined);
+    assert.equal(server.headersTimeout, 20_000);
+    assert.equal(server.requestTimeout, 60_000);
+    assert.equal(server.keepAliveTimeout, 5_000);
+    const count = server.maxHeadersCount ?? Infinity;
+    assert.ok(count > 0 && count <= 200, String(count));
+  });
+
+  describe('route matching, auth and validation agree on case and slashes', () => {
+    let jobId: string;
+    before(async () => {
+      const res = await post({ project_name: 'probe', add_media: { 'a.wav': { url: 'http://media.invalid/a.wav' } } });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      jobId = res.body.job_id;
+    });
+
+    // A route that matched without its guards once answered 500 for an existing job and 404 for
+    // a missing one: a way to learn without a token which job ids exist.
+    const variants = () => [
+      '/V1/status',
+      '/v1/STATUS',
+      `/V1/jobs/${jobId}`,
+      `/V1/JOBS/${jobId}`,
+      `/v1//jobs/${jobId}`,
+      `/v1/jobs/${jobId}/`,
+      `/v1/%6Aobs/${jobId}`,
+      `/v1/jobs/${jobId.toUpperCase()}`,
+    ];
+    it('never reaches a handler without a token, whatever the case or slashes of the path', async () => {
+      for (const path of variants()) {
+        const res = await h.http.get(path);
+        assert.ok([401, 404].includes(res.status), `${path}: ${res.status} ${JSON.stringify(res.body)}`);
+        assert.ok(res.body.error === 'unauthorized' || res.body.error === 'not_found', path);
+      }
+    });
+
+    it('answers a path in another case 404 not_found, also with a token', async () => {
+      expectError(await h.http.get('/V1/status').set(h.auth()), 404, 'not_found');
+      expectError(await h.http.get('/v1/STATUS').set(h.auth()), 404, 'not_found');
+      expectError(await h.http.get(`/V1/jobs/${jobId}`).set(h.auth()), 404, 'not_found');
+      expectError(await h.http.delete(`/V1/jobs/${jobId}`), 404, 'not_found');
+    });
+
+    it('keeps a trailing slash working for an authenticated caller', async () => {
+      assert.equal((await h.http.get(`/v1/jobs/${jobId}/`).set(h.auth())).status, 200);
+    });
+  });
+
+  describe('GET /v1/jobs query validation (400 invalid_input naming the parameter)', () => {
+    const cases: [string, string, RegExp][] = [
+      ['a leap second in created_after', 'created_after=2020-01-01T23:59:60Z', /created_after/],
+      ['a leap second in created_before', 'created_before=2016-12-31T23:59:60Z', /created_before/],
+      ['limit=Infinity', 'limit=Infinity', /limit/],
+      ['limit=1e400', 'limit=1e400', /limit/],
+      ['limit=1e3', 'limit=1e3', /limit/],
+      ['limit=1e1 (an integer spelled as a float)', 'limit=1e1', /limit/],
+      ['limit=0x10', 'limit=0x10', /limit/],
+      ['an empty limit', 'limit=', /limit/],
+      ['limit=-0', 'limit=-0', /limit/],
+      ['a repeated limit', 'limit=20&limit=30', /limit/],
+      ['a repeated created_after', 'created_after=2020-01-01T00:00:00Z&created_after=2021-01-01T00:00:00Z', /created_after/],
+      ['a repeated type', 'type=agent&type=publish', /type/],
+      ['an unknown parameter', 'colour=red', /colour/],
+    ];
+    for (const [what, query, message] of cases) {
+      it(`rejects ${what}`, async () => expectError(await h.http.get(`/v1/jobs?${query}`).set(h.auth()), 400, 'invalid_input', message));
+    }
+
+    it('still takes well-formed values', async () => {
+      const res = await h.http
+        .get('/v1/jobs?limit=5&created_after=2020-01-01T00:00:00.123%2B02:00&created_before=2999-01-01T00:00:00Z')
+        .set(h.auth());
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+    });
+  });
+
+  describe('request body encodings', () => {
+    const body = JSON.stringify({ project_name: 'x', add_media: { 'a.wav': { url: 'http://media.invalid/a.wav' } } });
+    const raw = (headers: Record<string, string>, payload: Buffer | string) =>
+      h.http
+        .post('/v1/jobs/import/project_media')
+        .set(h.auth())
+        .set({ 'Content-Type': 'application/json', ...headers })
+        // superagent would otherwise send a Buffer as JSON of its bytes
+        .serialize((x: unknown) => x as string)
+        .send(payload);
+
+    it('takes a gzip body', async () => {
+      const res = await raw({ 'Content-Encoding': 'gzip' }, gzipSync(body));
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+    });
+
+    it('refuses an unknown Content-Encoding with 415 invalid_input naming it', async () => {
+      expectError(await raw({ 'Content-Encoding': 'br2' }, body), 415, 'invalid_input', /Content-Encoding/);
+    });
+
+    it('refuses a gzip Content-Encoding over a body that is not gzip with 400 naming it', async () => {
+      expectError(await raw({ 'Content-Encoding': 'gzip' }, body), 400, 'invalid_input', /Content-Encoding/);
+    });
+
+    it('refuses a truncated gzip body with 400 naming Content-Encoding', async () => {
+      const zipped = gzipSync(body);
+      expectError(
+        await raw({ 'Content-Encoding': 'gzip' }, zipped.subarray(0, zipped.length - 12)),
+        400,
+        'invalid_input',
+        /Content-Encoding/,
+      );
+    });
+
+    it('counts the size limit after decompression: a small gzip of a large body is 413', async () => {
+      const big = JSON.stringify({ project_name: 'x'.repeat(200 * 1024), add_media: { 'a.wav': { url: 'http://media.invalid/a.wav' } } });
+      const zipped = gzipSync(big);
+      assert.ok(zipped.length < 64 * 1024);
+      expectError(await raw({ 'Content-Encoding': 'gzip' }, zipped), 413, 'payload_too_large');
+    });
+
+    it('reads Content-Encoding without regard to case', async () => {
+      const res = await raw({ 'Content-Encoding': 'GZip' }, gzipSync(body));
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+    });
+
+    it('refuses a charset other than UTF-8 with 415 invalid_input naming it', async () => {
+      expectError(await raw({ 'Content-Type': 'application/json; charset=latin1' }, body), 415, 'invalid_input', /charset/);
+    });
+
+    it('takes an explicit UTF-8 charset', async () => {
+      const res = await raw({ 'Content-Type': 'application/json; charset=UTF-8' }, body);
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+    });
   });
 
   describe('import request validation (400 invalid_input naming the field)', () => {

@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict';
+import pino from 'pino';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import supertest from 'supertest';
+import type { Authenticate } from '../../lib/app/tenancy';
+import { AppError } from '../../lib/domain/errors';
+import { createApiApp } from '../../lib/http/app';
+import { createMetrics, type Metrics } from '../../lib/observability/metrics';
+
+// ---- test doubles -------------------------------------------------------------------------
+
+const principal = { driveId: 'd1', driveName: 'Drive', userId: 'u1', tokenId: 't1' };
+const authenticate: Authenticate = async (authorization) => {
+  if (authorization !== 'Bearer good') throw new AppError('unauthorized', 'invalid or revoked API token');
+  return principal;
+};
+
+function appWith(metrics: Metrics) {
+  const app = createApiApp(
+    {
+      logger: pino({ level: 'silent' }),
+      authenticate,
+      limiter: new RateLimiterMemory({ points: 1000, duration: 60 }),
+      maxRequestBytes: 1024,
+      metrics,
+    },
+    (v1) => {
+      v1.get('/jobs/:job_id', (ctx) => {
+        ctx.body = { job_id: ctx.params.job_id };
+      });
+      v1.post('/jobs/import/project_media', (ctx) => {
+        ctx.status = 201;
+        ctx.body = {};
+      });
+    },
+  );
+  return supertest(app.callback());
+}
+
+/** The sample line of a series, e.g. `http_request_duration_seconds_count{...} 2`. */
+const sample = (text: string, series: string) => text.split('\n').find((line) => line.startsWith(`${series} `));
+
+// ---- scenarios ----------------------------------------------------------------------------
+
+describe('metrics: Prometheus registry per service', () => {
+  it('times requests by route pattern, never by raw path', async () => {
+    const metrics = createMetrics();
+    const http = appWith(metrics);
+    await http.get('/v1/jobs/job-a').set('Authorization', 'Bearer good').expect(200);
+    await http.get('/v1/jobs/job-b').set('Authorization', 'Bearer good').expect(200);
+    const text = await metrics.registry.metrics();
+    assert.equal(
+      sample(text, 'http_request_duration_seconds_count{method="GET",route="/v1/jobs/:job_id",status="200"}')?.split(' ')[1],
+      '2',
+    );
+    assert.doesNotMatch(text, /job-a|job-b/);
+  });
+
+  it('labels a request the auth guard refused with its route, not the guard', async () => {
+    const metrics = createMetrics();
+    await appWith(metrics).get('/v1/jobs/job-a').expect(401);
+    const text = await metrics.registry.metrics();
+    assert.ok(sample(text, 'http_request_duration_seconds_count{method="GET",route="/v1/jobs/:job_id",status="401"}'), text);
+  });
+
+  it('labels a request no route matched `unmatched`, whatever its path', async () => {
+    const metrics = createMetrics();
+    const http = appWith(metrics);
+    for (const path of ['/nothing', '/v1/nothing', '/V1/jobs/job-a', `/x/${'y'.repeat(100)}`])
+      await http.get(path).set('Authorization', 'Bearer good').expect(404);
+    const text = await metrics.registry.metrics();
+    assert.equal(sample(text, 'http_request_duration_seconds_count{method="GET",route="unmatched",status="404"}')?.split(' ')[1], '4');
+    assert.doesNotMatch(text, /nothing|yyyy/);
+  });
+
+  it('serves the registry at GET /metrics without a token, in the registry content type', async () => {
+    const metrics = createMetrics();
+    const http = appWith(metrics);
+    await http.post('/v1/jobs/import/project_media').set('Authorization', 'Bearer good').send({}).expect(201);
+    const res = await http.get('/metrics').expect(200);
+    assert.equal(res.headers['content-type'], metrics.registry.contentType);
+    assert.match(
+      res.text,
+      /http_request_duration_seconds_bucket\{le="0\.005",method="POST",route="\/v1\/jobs\/import\/project_media",status="201"\}/,
+    );
+    assert.match(res.text, /^process_cpu_user_seconds_total /m, 'default process metrics');
+  });
+
+  it('declares the job, consumer, relay and dead-letter metrics for the processors and relay to update', async () => {
+    const metrics = createMetrics();
+    metrics.jobsTotal.inc({ job_type: 'import/project_media', outcome: 'partial' });
+    metrics.jobsRunning.set({ job_type: 'agent' }, 2);
+    metrics.jobDuration.observe({ job_type: 'import/project_media', outcome: 'success' }, 12);
+    metrics.consumerLag.set({ group: 'projections' }, 7);
+    metrics.relayLag.set(3);
+    metrics.deadLetters.inc({ source: 'webhooks' });
+    const text = await metrics.registry.metrics();
+    assert.ok(sample(text, 'jobs_total{job_type="import/project_media",outcome="partial"}'));
+    assert.ok(sample(text, 'jobs_running{job_type="agent"}'));
+    assert.ok(sample(text, 'job_duration_seconds_count{job_type="import/project_media",outcome="success"}'));
+    assert.ok(sample(text, 'consumer_lag_events{group="projections"}'));
+    assert.ok(sample(text, 'relay_lag_events'));
+    assert.ok(sample(text, 'dead_letters_total{source="webhooks"}'));
+  });
+
+  it('keeps each registry to itself: two services in one process do not share series', async () => {
+    const a = createMetrics();
+    const b = createMetrics();
+    a.relayLag.set(5);
+    assert.ok(sample(await a.registry.metrics(), 'relay_lag_events')?.endsWith(' 5'));
+    assert.ok(sample(await b.registry.metrics(), 'relay_lag_events')?.endsWith(' 0'));
+  });
+});
