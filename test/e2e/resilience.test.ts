@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
-import { admin, buildOnce, startService, type ServiceProcess } from '../fixtures/service-process';
+import { admin, buildOnce, freePort, ROOT, startService, type ServiceProcess } from '../fixtures/service-process';
 import { waitFor } from '../fixtures/wait';
 
 /** The all-in-one process under failure: job work dies, the process is killed mid-burst, the port is taken. */
@@ -172,6 +172,32 @@ describe('e2e: resilience of the all-in-one service', function () {
       assert.doesNotMatch(out, /worker ready|processors started|\n\s+at /);
     } finally {
       blocker.close();
+    }
+  });
+
+  it('stopping the `npm start` process stops the server it started (no orphan keeps the port)', async () => {
+    const port = await freePort();
+    const npm = spawn('npm', ['start', '--silent'], {
+      cwd: ROOT,
+      env: { ...process.env, PORT: String(port), DATA_DIR: mkdtempSync(join(tmpdir(), 'e2e-data-')), LOG_LEVEL: 'warn' },
+      stdio: 'ignore',
+    });
+    const exited = new Promise<void>((resolve) => npm.on('exit', () => resolve()));
+    try {
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => null))?.ok, {
+        timeoutMs: 90_000,
+        intervalMs: 200,
+        what: 'npm start to answer',
+      });
+      npm.kill('SIGTERM');
+      await exited;
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => null)) === null, {
+        timeoutMs: 20_000,
+        intervalMs: 200,
+        what: 'the server to stop with npm',
+      });
+    } finally {
+      npm.kill('SIGKILL');
     }
   });
 });
