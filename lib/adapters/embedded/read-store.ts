@@ -168,6 +168,11 @@ export function createSqliteReadStore(options: { path: string }): ReadStore {
       const rows = db.prepare<unknown[], { doc: string }>(text).all(collection, ...condition.params, checkLimit(findOptions.limit));
       return rows.map((row) => JSON.parse(row.doc) as Doc);
     },
+    async sum(collection, filter: Filter, field) {
+      const condition = where(filter);
+      const text = `SELECT TOTAL(${value(field)}) AS total FROM docs WHERE collection = ? AND ${condition.text}`;
+      return db.prepare<unknown[], { total: number }>(text).get(collection, ...condition.params)?.total ?? 0;
+    },
     async put(collection, doc, expectedRev) {
       // IMMEDIATE takes the write lock before the read, so a writer in another process waits on
       // busy_timeout instead of failing the compare-and-set with SQLITE_BUSY.
