@@ -122,7 +122,9 @@ deadLetters
   .command('retry')
   .argument('<id>', 'dead letter id')
   .description('mark for retry: a running member of its consumer group (or the relay) handles it again within seconds')
-  .action((id: string) => withDeadLetters(async (letters) => ((await letters.markRetry(id)) ? { id, status: 'retry' } : notFoundLetter(id))));
+  .action((id: string) =>
+    withDeadLetters(async (letters) => ((await letters.markRetry(id)) ? { id, status: 'retry' } : notFoundLetter(id))),
+  );
 deadLetters
   .command('drop')
   .argument('<id>', 'dead letter id')

@@ -37,7 +37,11 @@ runService('worker', async (config, logger) => {
     const r = await relay.start({ store, producer, checkpoints: createReadStoreCheckpoints(readSide.read), logger, deadLetters });
     const relayLag = setInterval(() => metrics.relayLag.set(r.status().lag), 5000);
     relayLag.unref();
-    stops.push(async () => clearInterval(relayLag), r.stop, () => producer.close());
+    stops.push(
+      async () => clearInterval(relayLag),
+      r.stop,
+      () => producer.close(),
+    );
   }
   const projector = await startProjector({ log, read: readSide.read, store, logger, onFatal });
   stops.unshift(() => projector.close());

@@ -3,7 +3,15 @@ import type { Logger } from 'pino';
 import { handleCommand, loadState, type HandleResult } from '../../lib/app/command-handler';
 import { jobDecider } from '../../lib/app/deciders';
 import { AppError } from '../../lib/domain/errors';
-import { CLAIM_HELD, failedAttempts, type JobCommand, type JobEvent, type JobQueued, type JobResult, type JobState } from '../../lib/domain/job';
+import {
+  CLAIM_HELD,
+  failedAttempts,
+  type JobCommand,
+  type JobEvent,
+  type JobQueued,
+  type JobResult,
+  type JobState,
+} from '../../lib/domain/job';
 import { streams } from '../../lib/domain/ids';
 import type { Clock, Ids } from '../../lib/ports/clock';
 import type { EventStore } from '../../lib/ports/event-store';
@@ -130,7 +138,9 @@ export async function runJob(deps: RunnerDeps, job: Job, work: (ctx: JobContext)
     if (stop.signal.aborted) return finishAborted();
     if (deps.shutdown.aborted) {
       // Recorded so this attempt does not count against the retry limit, and its claim is free at once.
-      await command({ type: 'InterruptJob', attempt, now: now() }).catch((e: unknown) => log.warn({ err: e }, 'could not record the interruption'));
+      await command({ type: 'InterruptJob', attempt, now: now() }).catch((e: unknown) =>
+        log.warn({ err: e }, 'could not record the interruption'),
+      );
       log.info({ attempt }, 'stopped mid-job by shutdown; it resumes after restart');
       deps.observer?.finished(job, 'interrupted', elapsed());
     } else {

@@ -38,4 +38,3 @@ export async function projectMany(deps: { read: ReadStore; store: EventStore }, 
   }
   for (const [id, docEvents] of jobs) await applyManyToDocument(deps, JOBS, id, docEvents, evolveJobDoc);
 }
-

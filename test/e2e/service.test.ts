@@ -152,7 +152,9 @@ describe('e2e: the service process', function () {
       await svc.exited;
     }
     const store = createSqliteEventStore({ path: join(env.DATA_DIR, 'events.sqlite') });
-    const types = (await store.readStream(`job-${job_id}`)).map((e) => e.type).filter((t) => !['JobProgressed', 'JobLeaseRenewed', 'MediaSecondsCharged'].includes(t));
+    const types = (await store.readStream(`job-${job_id}`))
+      .map((e) => e.type)
+      .filter((t) => !['JobProgressed', 'JobLeaseRenewed', 'MediaSecondsCharged'].includes(t));
     await store.close();
     assert.deepEqual(types, ['JobQueued', 'JobStarted', 'JobInterrupted', 'JobStarted', 'JobStopped']);
   });

@@ -42,12 +42,16 @@ describe('job engine (HTTP, embedded adapters)', function () {
     const busy = await createDrive(h.admin, { name: 'Busy drive' });
     // Drive B: three slow imports (the slow path trickles a 20 s WAV for several seconds each).
     const slow = await Promise.all(
-      [1, 2, 3].map((i) => accept(busy.token, { project_name: `Slow ${i}`, add_media: { 'long.wav': { url: media.url('slow', 'long.wav') } } })),
+      [1, 2, 3].map((i) =>
+        accept(busy.token, { project_name: `Slow ${i}`, add_media: { 'long.wav': { url: media.url('slow', 'long.wav') } } }),
+      ),
     );
     await waitFor(async () => (await state(slow[0], busy.token)).job_state === 'running', { timeoutMs: 10_000 });
     // Drive A: fast imports in other projects start and finish while B's slow ones still run.
     const fast = await Promise.all(
-      [1, 2, 3].map((i) => accept(h.drive.token, { project_name: `Fast ${i}`, add_media: { 'short.wav': { url: media.url('file', 'short.wav') } } })),
+      [1, 2, 3].map((i) =>
+        accept(h.drive.token, { project_name: `Fast ${i}`, add_media: { 'short.wav': { url: media.url('file', 'short.wav') } } }),
+      ),
     );
     for (const id of fast) assert.equal((await h.waitForJob(id, undefined, 20_000)).job_state, 'stopped');
     const stillRunning = await Promise.all(slow.map(async (id) => (await state(id, busy.token)).job_state));
@@ -62,7 +66,9 @@ describe('job engine (HTTP, embedded adapters)', function () {
     const second = await processors.start({ ...h.processorDeps, workerId: 'second-worker' });
     try {
       const ids = await Promise.all(
-        [1, 2, 3].map((i) => accept(h.drive.token, { project_name: `Twice ${i}`, add_media: { 'short.wav': { url: media.url('file', 'short.wav') } } })),
+        [1, 2, 3].map((i) =>
+          accept(h.drive.token, { project_name: `Twice ${i}`, add_media: { 'short.wav': { url: media.url('file', 'short.wav') } } }),
+        ),
       );
       for (const id of ids) {
         const job = await h.waitForJob(id);

@@ -30,7 +30,15 @@ const TRACKS = [
 const domainEvents: DomainEvent[] = [
   {
     type: 'JobQueued',
-    data: { job_id: JOB, job_type: 'import/project_media', ...SCOPE, project_url: URL, callback_url: null, request: REQUEST as never, ...BY_USER },
+    data: {
+      job_id: JOB,
+      job_type: 'import/project_media',
+      ...SCOPE,
+      project_url: URL,
+      callback_url: null,
+      request: REQUEST as never,
+      ...BY_USER,
+    },
   },
   { type: 'JobStarted', data: { job_id: JOB, attempt: 1, started_at: T, worker_id: 'host-a:42', lease_until: T } },
   { type: 'JobLeaseRenewed', data: { job_id: JOB, attempt: 1, lease_until: T } },

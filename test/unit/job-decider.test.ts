@@ -38,15 +38,24 @@ describe('job decider', () => {
     it('refuses a second worker while the first one’s lease runs', () =>
       given(queued, started).when(claim('w2', T1)).thenRejects('conflict', { state: 'claimed' }));
     it('lets a second worker take over once the lease has lapsed, as the next attempt', () =>
-      given(queued, started).when(claim('w2', T20)).then([startedBy('w2', 2, T20, '2026-01-01T00:00:35.000Z')]));
+      given(queued, started)
+        .when(claim('w2', T20))
+        .then([startedBy('w2', 2, T20, '2026-01-01T00:00:35.000Z')]));
     it('lets the same worker take over at once after its restart', () =>
-      given(queued, started).when(claim('w1', T1)).then([startedBy('w1', 2, T1, '2026-01-01T00:00:20.000Z')]));
+      given(queued, started)
+        .when(claim('w1', T1))
+        .then([startedBy('w1', 2, T1, '2026-01-01T00:00:20.000Z')]));
     it('frees the claim when the attempt was interrupted by a shutdown', () => {
       const interrupted: JobEvent = { type: 'JobInterrupted', data: { job_id: job.job_id, attempt: 1, at: T1 } };
-      given(queued, started, interrupted).when(claim('w2', T1)).then([startedBy('w2', 2, T1, '2026-01-01T00:00:20.000Z')]);
+      given(queued, started, interrupted)
+        .when(claim('w2', T1))
+        .then([startedBy('w2', 2, T1, '2026-01-01T00:00:20.000Z')]);
     });
     it('renewing the lease keeps others out', () => {
-      const renewed: JobEvent = { type: 'JobLeaseRenewed', data: { job_id: job.job_id, attempt: 1, lease_until: '2026-01-01T00:00:25.000Z' } };
+      const renewed: JobEvent = {
+        type: 'JobLeaseRenewed',
+        data: { job_id: job.job_id, attempt: 1, lease_until: '2026-01-01T00:00:25.000Z' },
+      };
       given(queued, started).when({ type: 'RenewLease', attempt: 1, leaseMs: LEASE, now: '2026-01-01T00:00:10.000Z' }).then([renewed]);
       given(queued, started, renewed).when(claim('w2', T20)).thenRejects('conflict', { state: 'claimed' });
     });
@@ -69,9 +78,7 @@ describe('job decider', () => {
       given(queued, started, takenOver).when({ type: 'ChargeMediaSeconds', attempt: 1, ref: 'a', seconds: 3, now: T20 }).then([]);
     });
     it('takes the current attempt’s result', () =>
-      given(queued, started, takenOver)
-        .when({ type: 'StopJob', attempt: 2, result: success, projectUrl: null, now: T1 })
-        .then([stopped]));
+      given(queued, started, takenOver).when({ type: 'StopJob', attempt: 2, result: success, projectUrl: null, now: T1 }).then([stopped]));
   });
 
   it('records progress while running, clamped to 0..100', () =>
