@@ -15,15 +15,18 @@ describe('import plan', () => {
       new Set(['old.wav']),
     );
     assert.deepEqual(plan, {
-      media: {
-        'b.wav': { url, language: 'de' },
-        seq: {
-          tracks: [
-            { media: 'old.wav', offset: 0 },
-            { media: 'b.wav', offset: 2 },
-          ],
-        },
-      },
+      media: [
+        ['b.wav', { url, language: 'de' }],
+        [
+          'seq',
+          {
+            tracks: [
+              { media: 'old.wav', offset: 0 },
+              { media: 'b.wav', offset: 2 },
+            ],
+          },
+        ],
+      ],
       compositions: [{ name: 'C', clips: ['old.wav', 'seq'], width: 1920, height: 1080 }],
     });
   });
