@@ -1,145 +1,262 @@
-import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { createSqliteEventStore } from '../lib/adapters/embedded/event-store';
-import { createSqliteReadStore } from '../lib/adapters/embedded/read-store';
-import { randomIds, systemClock } from '../lib/adapters/system/clock';
-import { createDrive } from '../lib/app/admin';
-import { createAuthenticator } from '../lib/app/tenancy';
-import { loadSchemas } from '../lib/http/schemas';
-import type { NewEvent } from '../lib/ports/event-store';
-import { createApp } from '../services/query-api/app';
-import { replayReadModels } from '../services/query-api/replay';
+import { PROJECTIONS_GROUP } from '../services/query-api/projector';
+import { load, type LoadOptions, type LoadResult } from './load';
+import { profilesByThread, summarize, type Share } from './profile';
+import { admin, build, killAll, startBaseline, startService, stop, type Started } from './processes';
+import { measureReplay } from './replay';
 
 /**
- * `npm run bench`: throughput of the read side, each figure as a ratio against a baseline
- * measured in the same run on the same machine (absolute numbers vary between machines; ratios
- * say whether a change made our code slower relative to the floor it stands on).
+ * `npm run bench`: every figure is a ratio against a baseline measured in the same run on the
+ * same machine, because absolute numbers say more about the machine than about the code. The
+ * baseline is a bare Koa + @koa/router server in its own process; the service is the built
+ * command-api and query-api, each in its own process on the embedded adapters, sharing one fresh
+ * DATA_DIR; autocannon runs here, in neither. Goals are DESIGN §7's.
+ *
+ * query-api starts only once the accept phase is over and its projector has caught up, so that
+ * (a) measures the accept path alone and (b) measures reads, not projection.
+ *
+ * Environment: BENCH_CONNECTIONS (50), BENCH_WARMUP and BENCH_DURATION (3 and 10 seconds per HTTP
+ * figure), BENCH_JOBS (5000 finished jobs seeded for replay), BENCH_LOG_LEVEL (info, as in
+ * production), BENCH_PROFILE=1 (then CPU profiles of both services under their load).
  */
 
-const JOBS = Number(process.env.BENCH_JOBS ?? 5000);
-const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 3000);
-const CONCURRENCY = 16;
+const num = (name: string, fallback: number) => {
+  const value = Number(process.env[name] ?? fallback);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number`);
+  return value;
+};
+const CONNECTIONS = num('BENCH_CONNECTIONS', 50);
+const WARMUP = num('BENCH_WARMUP', 3);
+const DURATION = num('BENCH_DURATION', 10);
+const REPLAY_JOBS = num('BENCH_JOBS', 5000);
+// Production's default level: the access log line per request is part of what a request costs.
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
+const PROFILE = process.env.BENCH_PROFILE === '1';
 
-const seconds = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e9;
+const GOALS = { postRatio: 0.5, postP99Ms: 50, getRatio: 0.7, replayPerSecond: 50_000 };
+const IMPORT_BODY = JSON.stringify({ project_name: 'Bench', add_media: { 'a.wav': { url: 'https://media.example.com/a.wav' } } });
 
-async function seed(store: ReturnType<typeof createSqliteEventStore>, driveId: string): Promise<string[]> {
-  const ids: string[] = [];
-  for (let i = 0; i < JOBS; i++) {
-    const jobId = `project-media-import-${randomUUID()}`;
-    const meta = { partition_key: `p${i % 100}` };
-    const t = new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
-    const ev = (type: string, data: Record<string, unknown>): NewEvent => ({
-      id: randomUUID(),
-      type,
-      data: { job_id: jobId, ...data },
-      metadata: meta,
-    });
-    await store.append(
-      `job-${jobId}`,
-      [
-        ev('JobQueued', {
-          job_type: 'import/project_media',
-          drive_id: driveId,
-          project_id: randomUUID(),
-          project_url: 'http://w/p',
-          created_by: 'u',
-          callback_url: null,
-          request: {},
-          created_at: t,
-        }),
-        ev('JobStarted', { attempt: 1, started_at: t }),
-        ev('JobProgressed', { label: 'importing', percent: 50, at: t }),
-        ev('JobStopped', { result: { status: 'success', media_seconds_used: 1 }, project_url: null, stopped_at: t }),
-      ],
-      'no_stream',
-    );
-    ids.push(jobId);
-  }
-  return ids;
+type Row = { figure: string; value: string; baseline?: string; ratio?: string; goal?: string; met?: boolean };
+
+const rate = (n: number, unit: string) => `${Math.round(n).toLocaleString('en-US')} ${unit}`;
+const phase = (text: string) => process.stderr.write(`bench: ${text}\n`);
+
+function printTable(rows: Row[]) {
+  const cells = rows.map((r) => [
+    r.figure,
+    r.value,
+    r.baseline ?? '',
+    r.ratio ?? '',
+    r.goal ?? '',
+    r.met === undefined ? '' : r.met ? 'yes' : 'NO',
+  ]);
+  const header = ['figure', 'value', 'baseline', 'ratio', 'goal', 'met'];
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+  const line = (c: string[]) => c.map((s, i) => (i === 0 ? s.padEnd(widths[i]) : s.padStart(widths[i]))).join('  ');
+  console.log(line(header));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const c of cells) console.log(line(c));
 }
 
-async function load(url: string, token: string, paths: string[]): Promise<number> {
-  let next = 0;
-  const start = process.hrtime.bigint();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < REQUESTS) {
-        const path = paths[next++ % paths.length];
-        const res = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${token}` } });
-        if (res.status !== 200) throw new Error(`${path}: ${res.status}`);
-        await res.arrayBuffer();
-      }
-    }),
-  );
-  return REQUESTS / seconds(start);
+function describeUnexpected(name: string, result: LoadResult) {
+  if (result.unexpected.size === 0) return;
+  const counts = [...result.unexpected].map(([what, n]) => `${what}: ${n}`).join(', ');
+  console.log(`\n${name}: unexpected responses (${counts})`);
+  for (const s of result.samples) console.log(`  ${s}`);
+}
+
+/** The projector (inside query-api) has handled everything the accept phase wrote. */
+async function projectionCaughtUp(dataDir: string, timeoutMs = 180_000): Promise<void> {
+  const store = createSqliteEventStore({ path: join(dataDir, 'events.sqlite'), readonly: true });
+  try {
+    const head = store.headPosition();
+    const deadline = Date.now() + timeoutMs;
+    while ((store.loadCheckpoint(PROJECTIONS_GROUP) ?? 0) < head) {
+      if (Date.now() > deadline) throw new Error(`the projector did not reach position ${head} within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+/** Shares of a thread's busy time, also as µs per request so that a fix can be weighed against the bare server's whole request. */
+function printProfile(thread: string, shares: { title: string; rows: Share[] }[], busyMs: number, requests: number) {
+  const perRequest = (ms: number) => `${((ms * 1000) / requests).toFixed(1).padStart(6)} µs/req`;
+  console.log(`\n${thread}: ${Math.round(busyMs)} ms busy over ${requests} requests = ${perRequest(busyMs).trim()}`);
+  for (const { title, rows } of shares) {
+    console.log(`  ${title}`);
+    for (const r of rows) console.log(`    ${r.percent.toFixed(1).padStart(5)} %  ${perRequest(r.ms)}  ${r.name}`);
+  }
 }
 
 async function main() {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-'));
-  const store = createSqliteEventStore({ path: join(dir, 'events.sqlite') });
-  const read = createSqliteReadStore({ path: join(dir, 'read.sqlite') });
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-data-'));
+  const env = { DATA_DIR: dataDir, LOG_LEVEL, RATE_LIMIT_PER_MINUTE: '1000000000' };
+  const started: (Started | undefined)[] = [];
   try {
-    const drive = await createDrive({ store, clock: systemClock, ids: randomIds }, { name: 'Bench' });
-    const jobIds = await seed(store, drive.drive_id);
+    phase('building (tsc -p tsconfig.build.json)');
+    await build();
+    const baseline = await startBaseline();
+    started.push(baseline);
+    const { token } = await admin(env, 'drive', 'create', '--name', 'Bench');
+    const auth = { authorization: `Bearer ${token}` };
+    const common = { connections: CONNECTIONS, warmupSeconds: WARMUP, seconds: DURATION };
 
-    const start = process.hrtime.bigint();
-    let events = 0;
-    for (let after: string | null = null; ;) {
-      const page = await store.readAll(after, 1000);
-      if (page.length === 0) break;
-      events += page.length;
-      after = page[page.length - 1].position;
-    }
-    const readRate = events / seconds(start);
-    const replay = await replayReadModels({ store, read });
-
-    const app = createApp({
-      logger: pino({ level: 'silent' }),
-      authenticate: createAuthenticator({ store, clock: systemClock }),
-      limiter: new RateLimiterMemory({ points: 1e9, duration: 60 }),
-      maxRequestBytes: 1 << 20,
-      schemas: loadSchemas(),
-      read,
-      store,
+    phase(`(a) POST: bare Koa, then the accept path (${WARMUP} s warm-up + ${DURATION} s each, ${CONNECTIONS} connections)`);
+    const command = await startService('command-api', env, join(dataDir, 'command-api.log'));
+    started.push(command);
+    const post: Omit<LoadOptions, 'url'> = { ...common, method: 'POST', expect: 201, body: IMPORT_BODY };
+    const barePost = await load({ ...post, url: `${baseline.url}/post` });
+    const jobIds: string[] = [];
+    const accept = await load({
+      ...post,
+      url: `${command.url}/v1/jobs/import/project_media`,
+      headers: auth,
+      onBody: (body) => jobIds.push((JSON.parse(body) as { job_id: string }).job_id),
     });
-    const server = createServer(app.callback());
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-    // Warm up (JIT, caches) so the baseline is not measured cold.
-    for (const paths of [['/status'], [`/jobs/${jobIds[0]}`], ['/jobs?limit=20']]) await load(url, drive.token, paths);
-    const statusRate = await load(url, drive.token, ['/status']);
-    const jobRate = await load(
-      url,
-      drive.token,
-      jobIds.slice(0, 500).map((id) => `/jobs/${id}`),
-    );
-    const listRate = await load(url, drive.token, ['/jobs?limit=20']);
-    server.close();
+    await stop(command);
+    if (jobIds.length === 0) throw new Error(`no import was accepted in (a): ${accept.samples.join(' | ') || 'no responses'}`);
 
-    const row = (name: string, value: number, unit: string, baseline: number, baseName: string) =>
+    phase(`(b) GET: query-api projects the ${jobIds.length} accepted jobs, then bare Koa vs GET /v1/jobs/{id}`);
+    const query = await startService('query-api', env, join(dataDir, 'query-api.log'));
+    started.push(query);
+    await projectionCaughtUp(dataDir);
+    const get: Omit<LoadOptions, 'url'> = { ...common, method: 'GET', expect: 200 };
+    const bareGet = await load({ ...get, url: `${baseline.url}/get` });
+    let next = 0;
+    const jobRead = await load({ ...get, url: query.url, headers: auth, nextPath: () => `/v1/jobs/${jobIds[next++ % jobIds.length]}` });
+    await stop(query);
+    await stop(baseline);
+
+    phase(`(c) replay of ${REPLAY_JOBS} seeded jobs (${REPLAY_JOBS * 4} events)`);
+    const replay = await measureReplay(REPLAY_JOBS);
+
+    const postRatio = accept.requestsPerSecond / barePost.requestsPerSecond;
+    const getRatio = jobRead.requestsPerSecond / bareGet.requestsPerSecond;
+    const met = {
+      post: postRatio >= GOALS.postRatio,
+      p99: accept.p99Ms <= GOALS.postP99Ms,
+      all201: accept.unexpected.size === 0,
+      get: getRatio >= GOALS.getRatio && jobRead.unexpected.size === 0,
+      replay: replay.replayPerSecond >= GOALS.replayPerSecond,
+    };
+    const ms = (r: LoadResult) => `p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms`;
+    console.log(
+      `\nnode ${process.version}, ${CONNECTIONS} connections, ${WARMUP} s warm-up + ${DURATION} s per HTTP figure, ` +
+        `services on embedded adapters with LOG_LEVEL=${LOG_LEVEL}\n`,
+    );
+    printTable([
+      { figure: '(a) bare Koa POST (baseline)', value: rate(barePost.requestsPerSecond, 'req/s'), baseline: ms(barePost) },
+      {
+        figure: '(a) POST /v1/jobs/import/project_media',
+        value: rate(accept.requestsPerSecond, 'req/s'),
+        ratio: postRatio.toFixed(2),
+        goal: `>= ${GOALS.postRatio}`,
+        met: met.post,
+      },
+      {
+        figure: '    p99 latency',
+        value: `${accept.p99Ms} ms`,
+        baseline: `p50 ${accept.p50Ms} ms`,
+        goal: `<= ${GOALS.postP99Ms} ms`,
+        met: met.p99,
+      },
+      { figure: '    responses other than 201', value: String(sum(accept.unexpected)), goal: '0', met: met.all201 },
+      { figure: '(b) bare Koa GET (baseline)', value: rate(bareGet.requestsPerSecond, 'req/s'), baseline: ms(bareGet) },
+      {
+        figure: '(b) GET /v1/jobs/{id}',
+        value: rate(jobRead.requestsPerSecond, 'req/s'),
+        baseline: ms(jobRead),
+        ratio: getRatio.toFixed(2),
+        goal: `>= ${GOALS.getRatio}`,
+        met: met.get,
+      },
+      { figure: '(c) $all read (baseline)', value: rate(replay.readPerSecond, 'events/s') },
+      {
+        figure: '(c) replay into the jobs read model',
+        value: rate(replay.replayPerSecond, 'events/s'),
+        ratio: (replay.replayPerSecond / replay.readPerSecond).toFixed(2),
+        goal: `>= ${rate(GOALS.replayPerSecond, 'ev/s')}`,
+        met: met.replay,
+      },
+    ]);
+    describeUnexpected('(a) accept', accept);
+    describeUnexpected('(b) GET /v1/jobs/{id}', jobRead);
+
+    if (PROFILE) {
       console.log(
-        `${name.padEnd(34)} ${Math.round(value).toString().padStart(9)} ${unit.padEnd(8)} ratio ${(value / baseline).toFixed(2)} of ${baseName}`,
+        '\nCPU profiles (separate runs, no warm-up; busy is wall time on the thread, so blocking calls and time lost to other threads count)',
       );
-    console.log(`events: ${events} (${JOBS} jobs × 4), requests per HTTP figure: ${REQUESTS}, concurrency ${CONCURRENCY}\n`);
-    row('$all read (baseline)', readRate, 'events/s', readRate, 'itself');
-    row('replay into the jobs read model', replay.eventsPerSecond, 'events/s', readRate, '$all read');
-    row('GET /status (baseline: auth only)', statusRate, 'req/s', statusRate, 'itself');
-    row('GET /jobs/{id}', jobRate, 'req/s', statusRate, 'GET /status');
-    row('GET /jobs?limit=20', listRate, 'req/s', statusRate, 'GET /status');
+      // query-api first: after the accept load its projector would spend the profile catching up.
+      await profile('query-api', env, dataDir, (url) =>
+        load({ ...get, warmupSeconds: 0, url, headers: auth, nextPath: () => `/v1/jobs/${jobIds[next++ % jobIds.length]}` }),
+      );
+      await profile('command-api', env, dataDir, (url) =>
+        load({ ...post, warmupSeconds: 0, url: `${url}/v1/jobs/import/project_media`, headers: auth }),
+      );
+    }
+
+    const summary = {
+      post_rps: Math.round(accept.requestsPerSecond),
+      post_ratio: round(postRatio),
+      post_p99_ms: accept.p99Ms,
+      post_non_201: sum(accept.unexpected),
+      get_ratio: round(getRatio),
+      replay_events_per_s: replay.replayPerSecond,
+      goals_met: Object.values(met).every(Boolean),
+    };
+    console.log(`\nsummary: ${JSON.stringify(summary)}`);
   } finally {
-    await read.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
+    for (const s of started.reverse()) await stop(s);
+    rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
+/**
+ * A separate, profiled run of a service under its load, after the measured ones: the profiler's
+ * overhead stays out of the figures. `--cpu-prof` writes a file per thread on exit.
+ */
+async function profile(
+  name: 'command-api' | 'query-api',
+  env: Record<string, string>,
+  dataDir: string,
+  loadOn: (url: string) => Promise<LoadResult>,
+) {
+  const dir = join(dataDir, `profile-${name}`);
+  mkdirSync(dir);
+  const service = await startService(name, env, join(dataDir, `${name}-profiled.log`), ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+  const { total } = await loadOn(service.url);
+  await stop(service);
+  const [main, ...others] = profilesByThread(dir);
+  if (!main) return console.log(`\nno CPU profile of ${name} was written`);
+  const s = summarize(main.file, 16);
+  printProfile(
+    `${name} main thread`,
+    [
+      { title: 'self time by package or file', rows: s.selfByArea },
+      { title: 'self time by function', rows: s.selfByFunction },
+      { title: 'inclusive time by our source file (callees included)', rows: s.inclusiveByOurFile },
+    ],
+    s.busyMs,
+    total,
+  );
+  for (const other of others) {
+    const t = summarize(other.file, 3);
+    printProfile(`${name} thread ${other.thread} (the event store's)`, [{ title: 'self time', rows: t.selfByFunction }], t.busyMs, total);
+  }
+}
+
+const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+const round = (x: number) => Math.round(x * 100) / 100;
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => (killAll(), process.exit(130)));
+
 main().catch((err) => {
+  killAll();
   console.error(err);
   process.exit(1);
 });

@@ -1,11 +1,20 @@
-import Database from 'better-sqlite3';
 import { EventEmitter } from 'node:events';
-import type { AppendResult, EventStore, ExpectedRevision, NewEvent, Position, StoredEvent, Subscription } from '../../ports/event-store';
+import type { AppendResult, EventStore, Position, StoredEvent, Subscription } from '../../ports/event-store';
+import { configureEventDb, fromFailure, type AppendRequest, type BatchReply } from './event-batch';
+import { inlineWriter, threadWriter, type EventWriter } from './event-writer';
+import { guarded, openDatabase, probeWritable, storageFault, WRITE_PROBE_SCHEMA, type StoreFile } from './sqlite';
 
 /**
  * The embedded EventStore: one SQLite file in WAL mode. `position` is the row number, which is
  * also commit order because SQLite admits one writer at a time. Other processes on the same file
  * (the admin CLI) are picked up by polling, so they are seen within `pollIntervalMs`.
+ *
+ * Group commit: an append resolves only once its events are fsynced (synchronous = FULL), and an
+ * fsync costs far more than an insert, so appends are committed together. They queue; at the end
+ * of the event loop's I/O phase the queue goes to the writer as one BEGIN IMMEDIATE … COMMIT, and
+ * what is appended while that batch is being written (new requests, and the follow-up appends of
+ * requests the batch resolved) forms the next one. Each append still checks its own expected
+ * revision, against the stream as the earlier appends of its batch have left it.
  */
 
 type Row = {
@@ -19,6 +28,9 @@ type Row = {
   created_at: string;
 };
 
+/** Since the store was opened: how well concurrent appends are committed together. */
+export type GroupCommitStats = { readonly appends: number; readonly commits: number; readonly largestBatch: number };
+
 export interface SqliteEventStore extends EventStore {
   /** Per-consumer-group checkpoints of the embedded event log, kept beside the events. */
   loadCheckpoint(group: string): number | null;
@@ -27,7 +39,30 @@ export interface SqliteEventStore extends EventStore {
   headPosition(): number;
   /** Resolves when an event is appended in this process, or after `ms` (other processes). */
   waitForAppend(ms: number): Promise<void>;
+  /** For /readyz: rejects with `unavailable` when the file cannot take a write (read-only, I/O error, disk full). */
+  probeWritable(): Promise<void>;
+  stats(): GroupCommitStats;
 }
+
+export type SqliteEventStoreOptions = {
+  path: string;
+  pollIntervalMs?: number;
+  now?: () => Date;
+  /** Opens the file read-only: tools that only read, and tests of a store that cannot be written. */
+  readonly?: boolean;
+  /** Caps the file at this many pages (PRAGMA max_page_count); a write beyond fails as on a full disk. */
+  maxPageCount?: number;
+  /** Most appends in one transaction. */
+  maxBatch?: number;
+  /** `thread` (default for a file) commits on a writer thread; `inline` on the event loop's thread. */
+  writer?: 'thread' | 'inline';
+};
+
+type PendingAppend = {
+  readonly request: AppendRequest;
+  readonly resolve: (result: AppendResult) => void;
+  readonly reject: (err: unknown) => void;
+};
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS events (
@@ -42,6 +77,7 @@ const SCHEMA = `
     UNIQUE (stream_id, revision)
   );
   CREATE TABLE IF NOT EXISTS log_checkpoints (group_id TEXT PRIMARY KEY, position INTEGER NOT NULL);
+  ${WRITE_PROBE_SCHEMA};
 `;
 
 const toStored = (r: Row): StoredEvent => ({
@@ -57,20 +93,26 @@ const toStored = (r: Row): StoredEvent => ({
 
 const parsePosition = (p: Position | null): number => (p === null ? 0 : Number(p));
 
-export function createSqliteEventStore(options: { path: string; pollIntervalMs?: number; now?: () => Date }): SqliteEventStore {
-  const db = new Database(options.path);
-  db.pragma('journal_mode = WAL');
-  // FULL: an acknowledged append survives power loss, not just kill -9.
-  db.pragma('synchronous = FULL');
-  db.pragma('busy_timeout = 5000');
-  db.exec(SCHEMA);
+export function createSqliteEventStore(options: SqliteEventStoreOptions): SqliteEventStore {
+  const file: StoreFile = {
+    name: 'event store',
+    path: options.path,
+    remedy: 'it is the source of truth and cannot be rebuilt: stop every service, move it away and restore it from a backup',
+  };
+  const db = openDatabase(file, options, (opened) => {
+    if (options.readonly) return;
+    configureEventDb(opened, options);
+    opened.exec(SCHEMA);
+  });
   const pollIntervalMs = options.pollIntervalMs ?? 100;
   const now = options.now ?? (() => new Date());
+  const maxBatch = options.maxBatch ?? 500;
+  const onThread = (options.writer ?? 'thread') === 'thread' && !db.memory && !options.readonly;
+  const writer: EventWriter = onThread ? threadWriter(options.path, options) : inlineWriter(db);
   const appended = new EventEmitter();
   appended.setMaxListeners(0);
+  const counts = { appends: 0, commits: 0, largestBatch: 0 };
 
-  const lastRevision = db.prepare<[string], { r: number | null }>('SELECT MAX(revision) AS r FROM events WHERE stream_id = ?');
-  const insert = db.prepare('INSERT INTO events (id, stream_id, revision, type, data, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
   const selectStream = db.prepare<[string], Row>('SELECT * FROM events WHERE stream_id = ? ORDER BY revision');
   const selectAll = db.prepare<[number, number], Row>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?');
   const selectHead = db.prepare<[], { p: number | null }>('SELECT MAX(position) AS p FROM events');
@@ -79,21 +121,47 @@ export function createSqliteEventStore(options: { path: string; pollIntervalMs?:
     'INSERT INTO log_checkpoints (group_id, position) VALUES (?, ?) ON CONFLICT (group_id) DO UPDATE SET position = excluded.position',
   );
 
-  const appendTx = db.transaction((streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): AppendResult => {
-    const current = lastRevision.get(streamId)?.r ?? null;
-    const actual = current === null ? ('no_stream' as const) : current;
-    const matches = expected === 'any' || (expected === 'no_stream' ? current === null : current === expected);
-    if (!matches) return { ok: false, conflict: { expected, actual } };
-    let revision = current ?? -1;
-    let position = 0;
-    const createdAt = now().toISOString();
-    for (const e of events) {
-      revision += 1;
-      const info = insert.run(e.id, streamId, revision, e.type, JSON.stringify(e.data), JSON.stringify(e.metadata), createdAt);
-      position = Number(info.lastInsertRowid);
+  const queue: PendingAppend[] = [];
+  let writing: Promise<void> | null = null;
+  let flushScheduled = false;
+  let closed = false;
+
+  const scheduleFlush = () => {
+    if (flushScheduled) return;
+    flushScheduled = true;
+    // setImmediate, not a microtask: the flush waits for the rest of this I/O phase, so the
+    // appends of every request whose data arrived in it join the same commit.
+    setImmediate(flush);
+  };
+
+  /** Starts the next batch unless one is being written (its end starts the next). */
+  function flush(): Promise<void> | null {
+    flushScheduled = false;
+    if (writing || queue.length === 0) return writing;
+    const batch = queue.splice(0, maxBatch);
+    writing = writer
+      .commit(batch.map((p) => p.request))
+      .then((reply) => settle(batch, reply))
+      .finally(() => {
+        writing = null;
+        if (queue.length > 0) scheduleFlush();
+      });
+    return writing;
+  }
+
+  function settle(batch: readonly PendingAppend[], reply: BatchReply) {
+    if ('failure' in reply) {
+      const err = fromFailure(reply.failure);
+      const fault = storageFault(file, err) ?? err;
+      for (const p of batch) p.reject(fault);
+      return;
     }
-    return { ok: true, nextRevision: revision, position: String(position) };
-  });
+    counts.commits += 1;
+    counts.appends += batch.length;
+    counts.largestBatch = Math.max(counts.largestBatch, batch.length);
+    reply.outcomes.forEach((o, i) => ('result' in o ? batch[i].resolve(o.result) : batch[i].reject(fromFailure(o.failure))));
+    if (reply.outcomes.some((o) => 'result' in o && o.result.ok)) appended.emit('append');
+  }
 
   const waitForAppend = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -107,13 +175,13 @@ export function createSqliteEventStore(options: { path: string; pollIntervalMs?:
     });
 
   function subscribeAll(after: Position | null, handler: (event: StoredEvent) => Promise<void>): Subscription {
-    let closed = false;
+    let stopped = false;
     let cursor = parsePosition(after);
     const loop = (async () => {
-      while (!closed) {
-        const batch = selectAll.all(cursor, 256);
+      while (!stopped) {
+        const batch = guarded(file, () => selectAll.all(cursor, 256));
         for (const row of batch) {
-          if (closed) return;
+          if (stopped) return;
           await handler(toStored(row));
           cursor = row.position;
         }
@@ -122,7 +190,7 @@ export function createSqliteEventStore(options: { path: string; pollIntervalMs?:
     })();
     return {
       async close() {
-        closed = true;
+        stopped = true;
         appended.emit('append');
         await loop.catch(() => undefined);
       },
@@ -130,24 +198,42 @@ export function createSqliteEventStore(options: { path: string; pollIntervalMs?:
   }
 
   return {
-    async append(streamId, events, expected) {
-      if (events.length === 0) throw new Error('append needs at least one event');
-      const result = appendTx.immediate(streamId, events, expected);
-      if (result.ok) appended.emit('append');
-      return result;
+    append(streamId, events, expected) {
+      if (events.length === 0) return Promise.reject(new Error('append needs at least one event'));
+      if (closed) return Promise.reject(new Error('the event store is closed'));
+      return new Promise<AppendResult>((resolve, reject) => {
+        // Serialized now: the batch holds a snapshot of what was asked, ready to cross to the writer.
+        const request: AppendRequest = {
+          streamId,
+          expected,
+          createdAt: now().toISOString(),
+          events: events.map((e) => ({ id: e.id, type: e.type, data: JSON.stringify(e.data), metadata: JSON.stringify(e.metadata) })),
+        };
+        queue.push({ request, resolve, reject });
+        scheduleFlush();
+      });
     },
     async readStream(streamId) {
-      return selectStream.all(streamId).map(toStored);
+      return guarded(file, () => selectStream.all(streamId)).map(toStored);
     },
     async readAll(after, limit) {
-      return selectAll.all(parsePosition(after), limit).map(toStored);
+      return guarded(file, () => selectAll.all(parsePosition(after), limit)).map(toStored);
     },
     subscribeAll,
-    loadCheckpoint: (group) => selectCheckpoint.get(group)?.position ?? null,
-    saveCheckpoint: (group, position) => void upsertCheckpoint.run(group, position),
-    headPosition: () => selectHead.get()?.p ?? 0,
+    loadCheckpoint: (group) => guarded(file, () => selectCheckpoint.get(group)?.position ?? null),
+    saveCheckpoint: (group, position) => void guarded(file, () => upsertCheckpoint.run(group, position)),
+    headPosition: () => guarded(file, () => selectHead.get()?.p ?? 0),
     waitForAppend,
+    async probeWritable() {
+      probeWritable(file, db, now);
+    },
+    stats: () => ({ ...counts }),
     async close() {
+      if (closed) return;
+      closed = true;
+      // Appends already accepted are committed, not dropped.
+      while (writing || queue.length > 0) await flush();
+      await writer.close();
       appended.emit('append');
       db.close();
     },

@@ -1,6 +1,6 @@
-import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import type { Doc, Filter, FindOptions, PutOutcome, ReadStore } from '../../ports/read-store';
+import { guardMethods, openDatabase, probeWritable, WRITE_PROBE_SCHEMA, type StoreFile } from './sqlite';
 
 /**
  * The embedded ReadStore: one SQLite table of JSON documents in WAL mode. Filters become SQL over
@@ -19,6 +19,7 @@ const SCHEMA = `
     doc        TEXT NOT NULL,
     PRIMARY KEY (collection, id)
   );
+  ${WRITE_PROBE_SCHEMA};
 `;
 
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
@@ -134,30 +135,54 @@ function indexDdl(collection: string, fields: readonly string[]): string {
 const containsIgnoringCase = (haystack: unknown, needle: unknown): number =>
   typeof haystack === 'string' && typeof needle === 'string' && haystack.toLowerCase().includes(needle.toLowerCase()) ? 1 : 0;
 
-export function createSqliteReadStore(options: { path: string }): ReadStore {
-  const db = new Database(options.path);
-  db.pragma('journal_mode = WAL');
-  db.pragma('busy_timeout = 5000');
-  db.exec(SCHEMA);
+export interface SqliteReadStore extends ReadStore {
+  /** For /readyz: rejects with `unavailable` when the file cannot take a write (read-only, I/O error, disk full). */
+  probeWritable(): Promise<void>;
+}
+
+export type SqliteReadStoreOptions = {
+  path: string;
+  /** Opens the file read-only: tools that only read, and tests of a store that cannot be written. */
+  readonly?: boolean;
+  /** Caps the file at this many pages (PRAGMA max_page_count); a write beyond fails as on a full disk. */
+  maxPageCount?: number;
+};
+
+export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteReadStore {
+  const file: StoreFile = { name: 'read store', path: options.path, remedy: 'move it away and run npm run replay to rebuild it' };
+  const db = openDatabase(file, options, (opened) => {
+    if (options.readonly) return;
+    opened.pragma('journal_mode = WAL');
+    opened.pragma('busy_timeout = 5000');
+    if (options.maxPageCount) opened.pragma(`max_page_count = ${Math.floor(options.maxPageCount)}`);
+    opened.exec(SCHEMA);
+  });
   // SQLite's lower() and LIKE fold ASCII only; JavaScript folds Unicode, closer to MongoDB's /i.
   db.function('contains_ci', { deterministic: true }, containsIgnoringCase);
 
   const selectDoc = db.prepare<[string, string], { doc: string }>('SELECT doc FROM docs WHERE collection = ? AND id = ?');
-  const selectRev = db.prepare<[string, string], { rev: number }>('SELECT rev FROM docs WHERE collection = ? AND id = ?');
-  const insert = db.prepare<[string, string, number, string]>('INSERT INTO docs (collection, id, rev, doc) VALUES (?, ?, ?, ?)');
-  const update = db.prepare<[number, string, string, string]>('UPDATE docs SET rev = ?, doc = ? WHERE collection = ? AND id = ?');
+  // The compare-and-set of `put` is a single statement: no read before the write, so no read
+  // lock to upgrade (a writer in another process just waits on busy_timeout), and one statement
+  // where BEGIN, read, write, COMMIT were four. The projector and replay write through it.
+  const insertIfAbsent = db.prepare<[string, string, number, string]>(
+    'INSERT INTO docs (collection, id, rev, doc) VALUES (?, ?, ?, ?) ON CONFLICT (collection, id) DO NOTHING',
+  );
+  const updateIfRev = db.prepare<[number, string, string, string, number]>(
+    'UPDATE docs SET rev = ?, doc = ? WHERE collection = ? AND id = ? AND rev = ?',
+  );
   const deleteAll = db.prepare<[string]>('DELETE FROM docs WHERE collection = ?');
 
-  const putTx = db.transaction((collection: string, doc: Doc, expectedRev: number | null): PutOutcome => {
-    const current = selectRev.get(collection, doc._id)?.rev ?? null;
-    if (current !== expectedRev) return 'stale';
+  const put = (collection: string, doc: Doc, expectedRev: number | null): PutOutcome => {
     const json = JSON.stringify(doc);
-    if (current === null) insert.run(collection, doc._id, doc._rev, json);
-    else update.run(doc._rev, json, collection, doc._id);
-    return 'written';
-  });
+    const { changes } =
+      expectedRev === null
+        ? insertIfAbsent.run(collection, doc._id, doc._rev, json)
+        : updateIfRev.run(doc._rev, json, collection, doc._id, expectedRev);
+    return changes === 1 ? 'written' : 'stale';
+  };
 
-  return {
+  // Every method, so that a storage fault anywhere is a retriable 503 naming no path.
+  return guardMethods<SqliteReadStore>(file, {
     async get(collection, id) {
       const row = selectDoc.get(collection, id);
       return row ? (JSON.parse(row.doc) as Doc) : null;
@@ -174,9 +199,7 @@ export function createSqliteReadStore(options: { path: string }): ReadStore {
       return db.prepare<unknown[], { total: number }>(text).get(collection, ...condition.params)?.total ?? 0;
     },
     async put(collection, doc, expectedRev) {
-      // IMMEDIATE takes the write lock before the read, so a writer in another process waits on
-      // busy_timeout instead of failing the compare-and-set with SQLITE_BUSY.
-      return putTx.immediate(collection, doc, expectedRev);
+      return put(collection, doc, expectedRev);
     },
     async ensureIndex(collection, fields) {
       db.exec(indexDdl(collection, fields));
@@ -184,8 +207,11 @@ export function createSqliteReadStore(options: { path: string }): ReadStore {
     async clear(collection) {
       deleteAll.run(collection);
     },
+    async probeWritable() {
+      probeWritable(file, db, () => new Date());
+    },
     async close() {
       db.close();
     },
-  };
+  });
 }

@@ -1,0 +1,100 @@
+import type Database from 'better-sqlite3';
+import type { AppendResult, ExpectedRevision } from '../../ports/event-store';
+
+/**
+ * One group commit of the embedded event store: a batch of appends in one BEGIN IMMEDIATE …
+ * COMMIT. Runs wherever the writing connection lives (the writer thread, or inline for an
+ * in-memory store), so everything it takes and returns is plain data that crosses threads.
+ */
+
+/** An append as the writer gets it: payloads already serialized, so it is a snapshot of what was asked. */
+export type AppendRequest = {
+  readonly streamId: string;
+  readonly expected: ExpectedRevision;
+  readonly createdAt: string;
+  readonly events: readonly { readonly id: string; readonly type: string; readonly data: string; readonly metadata: string }[];
+};
+
+/** What made an append or a batch fail, as plain data; `code` is SQLite's when it is SQLite's. */
+export type FailureData = { readonly message: string; readonly code?: string };
+
+export type AppendOutcome = { readonly result: AppendResult } | { readonly failure: FailureData };
+
+export type BatchReply = { readonly outcomes: readonly AppendOutcome[] } | { readonly failure: FailureData };
+
+export const toFailure = (err: unknown): FailureData => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return { message: err instanceof Error ? err.message : String(err), ...(typeof code === 'string' ? { code } : {}) };
+};
+
+export const fromFailure = (f: FailureData): Error => Object.assign(new Error(f.message), f.code ? { code: f.code } : {});
+
+/**
+ * Errors after which the transaction cannot go on (SQLite may already have rolled it back):
+ * the whole batch fails. Anything else (a duplicate event id) is the one append's own.
+ */
+const DOOMS_BATCH = /^SQLITE_(READONLY|FULL|IOERR|CORRUPT|NOTADB|CANTOPEN|BUSY|LOCKED|NOMEM|INTERRUPT)/;
+
+export type EventDbOptions = { readonly maxPageCount?: number };
+
+/**
+ * WAL frames (pages) after which a committing connection checkpoints. The checkpointer thread
+ * (event-writer.ts) copies the WAL into the file beside the writer long before; this is the
+ * backstop for when it cannot, and then finds most frames already copied. At SQLite's default
+ * (1000) every sixteenth or so commit of a busy store stopped to checkpoint for 10–20 ms.
+ */
+const CHECKPOINT_BACKSTOP_PAGES = 10_000;
+
+/** The pragmas of every connection to the events file (the writer thread opens its own). */
+export function configureEventDb(db: Database.Database, options: EventDbOptions): void {
+  db.pragma('journal_mode = WAL');
+  // FULL: an acknowledged append survives power loss, not just kill -9.
+  db.pragma('synchronous = FULL');
+  db.pragma('busy_timeout = 5000');
+  db.pragma(`wal_autocheckpoint = ${CHECKPOINT_BACKSTOP_PAGES}`);
+  if (options.maxPageCount) db.pragma(`max_page_count = ${Math.floor(options.maxPageCount)}`);
+}
+
+export function createBatchCommitter(db: Database.Database): (batch: readonly AppendRequest[]) => BatchReply {
+  const lastRevision = db.prepare<[string], { r: number | null }>('SELECT MAX(revision) AS r FROM events WHERE stream_id = ?');
+  const insert = db.prepare('INSERT INTO events (id, stream_id, revision, type, data, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
+
+  // Each append checks its expected revision against the stream as the batch has left it so
+  // far: of two appends expecting the same revision, the second sees the first's events.
+  const appendOne = (request: AppendRequest): AppendResult => {
+    const { streamId, expected, events, createdAt } = request;
+    const current = lastRevision.get(streamId)?.r ?? null;
+    const actual = current === null ? ('no_stream' as const) : current;
+    const matches = expected === 'any' || (expected === 'no_stream' ? current === null : current === expected);
+    if (!matches) return { ok: false, conflict: { expected, actual } };
+    let revision = current ?? -1;
+    let position = 0;
+    for (const e of events) {
+      revision += 1;
+      position = Number(insert.run(e.id, streamId, revision, e.type, e.data, e.metadata, createdAt).lastInsertRowid);
+    }
+    return { ok: true, nextRevision: revision, position: String(position) };
+  };
+  // Inside the batch's transaction better-sqlite3 runs this as a SAVEPOINT, so a failing append
+  // of several events is undone alone. A single INSERT is atomic by itself and skips the cost.
+  const appendSeveral = db.transaction(appendOne);
+
+  const commit = db.transaction((batch: readonly AppendRequest[]): AppendOutcome[] =>
+    batch.map((request) => {
+      try {
+        return { result: request.events.length === 1 ? appendOne(request) : appendSeveral(request) };
+      } catch (err) {
+        if (DOOMS_BATCH.test(toFailure(err).code ?? '')) throw err;
+        return { failure: toFailure(err) };
+      }
+    }),
+  );
+
+  return (batch) => {
+    try {
+      return { outcomes: commit.immediate(batch) };
+    } catch (err) {
+      return { failure: toFailure(err) };
+    }
+  };
+}

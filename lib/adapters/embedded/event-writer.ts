@@ -1,0 +1,117 @@
+import type Database from 'better-sqlite3';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { createBatchCommitter, toFailure, type AppendRequest, type BatchReply, type EventDbOptions } from './event-batch';
+
+/**
+ * Where the event store's batches are committed. better-sqlite3 is synchronous, so a commit on
+ * the event loop's thread would hold every request up for the inserts and the fsync. The writer
+ * thread has its own connection and commits there; the event loop goes on parsing requests,
+ * which queue up as the next batch. Reads stay on the store's own connection: WAL lets them run
+ * beside the writer, and they see a batch as soon as its commit returned.
+ *
+ * Checkpoints (copying the WAL back into the file) get a thread of their own too: run by the
+ * committing connection, as SQLite does by default, they stalled one commit in sixteen for
+ * 10–20 ms; a passive checkpoint on another connection runs beside the writer instead.
+ */
+
+export interface EventWriter {
+  /** Never rejects: a failure is in the reply, for the whole batch or per append. */
+  commit(batch: readonly AppendRequest[]): Promise<BatchReply>;
+  /** Call once no batch is in flight. */
+  close(): Promise<void>;
+}
+
+/** On the caller's connection: for an in-memory database (which no other connection can see) and read-only stores. */
+export function inlineWriter(db: Database.Database): EventWriter {
+  const commit = createBatchCommitter(db);
+  return { commit: async (batch) => commit(batch), close: async () => undefined };
+}
+
+/** Commits between checkpoints: about a thousand WAL pages when batches are large. */
+const CHECKPOINT_EVERY_COMMITS = 32;
+
+// From sources (tsx: tests, the CLI in development) the threads need the same TypeScript loader.
+const FROM_SOURCES = __filename.endsWith('.ts');
+const ENTRY = join(__dirname, `event-writer-thread${FROM_SOURCES ? '.ts' : '.js'}`);
+
+type Thread = { worker: Worker; closed: Promise<void> };
+
+function startThread(role: 'writer' | 'checkpointer', path: string, options: EventDbOptions, onExit: (err: Error) => void): Thread {
+  const worker = new Worker(ENTRY, {
+    workerData: { path, options, role },
+    ...(FROM_SOURCES ? { execArgv: ['--require', require.resolve('tsx/cjs')] } : {}),
+  });
+  // Referenced only while a batch is in flight: an idle store does not keep the process alive.
+  worker.unref();
+  const closed = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  worker.on('error', onExit);
+  worker.on('exit', (code) => onExit(new Error(`the event store's ${role} thread stopped (exit code ${code})`)));
+  return { worker, closed };
+}
+
+async function stopThread(thread: Thread | null) {
+  if (!thread) return;
+  thread.worker.ref();
+  thread.worker.postMessage({ close: true });
+  await thread.closed;
+}
+
+export function threadWriter(path: string, options: EventDbOptions): EventWriter {
+  let writer: Thread | null = null;
+  let checkpointer: Thread | null = null;
+  let nextId = 0;
+  let commitsSinceCheckpoint = 0;
+  let checkpointing = false;
+  const waiting = new Map<number, (reply: BatchReply) => void>();
+
+  const startWriter = (): Thread => {
+    const thread = startThread('writer', path, options, (err) => {
+      if (writer !== thread) return;
+      writer = null;
+      for (const done of waiting.values()) done({ failure: toFailure(err) });
+      waiting.clear();
+    });
+    thread.worker.on('message', ({ id, reply }: { id: number; reply: BatchReply }) => {
+      const done = waiting.get(id);
+      waiting.delete(id);
+      if (waiting.size === 0) thread.worker.unref();
+      if ('outcomes' in reply) commitsSinceCheckpoint += 1;
+      done?.(reply);
+      checkpointIfDue();
+    });
+    return thread;
+  };
+
+  const checkpointIfDue = () => {
+    if (checkpointing || commitsSinceCheckpoint < CHECKPOINT_EVERY_COMMITS) return;
+    checkpointing = true;
+    commitsSinceCheckpoint = 0;
+    if (!checkpointer) {
+      const thread = startThread('checkpointer', path, options, () => {
+        if (checkpointer === thread) checkpointer = null;
+        checkpointing = false;
+      });
+      thread.worker.on('message', () => (checkpointing = false));
+      checkpointer = thread;
+    }
+    checkpointer.worker.postMessage({ checkpoint: true });
+  };
+
+  return {
+    commit(batch) {
+      const { worker } = (writer ??= startWriter());
+      worker.ref();
+      const id = nextId++;
+      return new Promise((resolve) => {
+        waiting.set(id, resolve);
+        worker.postMessage({ id, batch });
+      });
+    },
+    async close() {
+      const threads = [writer, checkpointer];
+      writer = checkpointer = null;
+      await Promise.all(threads.map(stopThread));
+    },
+  };
+}

@@ -1,0 +1,129 @@
+import Database from 'better-sqlite3';
+import { statfsSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { AppError } from '../../domain/errors';
+
+/**
+ * What the embedded stores share about their SQLite files: opening one so that a damaged file
+ * stops start-up with what to do about it, and turning the errors that mean "the storage is
+ * unusable" into a retriable `unavailable` (503) whose message says what is wrong without
+ * printing the server's paths. The path and the SQLite code stay in the error's `cause`, which
+ * the logs print.
+ */
+
+export type StoreFile = {
+  /** As clients read it: "the event store is read-only". */
+  readonly name: 'event store' | 'read store';
+  readonly path: string;
+  /** What an operator does about a file that is not a readable database. */
+  readonly remedy: string;
+};
+
+// Extended codes share their primary code's prefix (SQLITE_IOERR_WRITE, SQLITE_READONLY_DBMOVED).
+// SQLITE_BUSY reaches us only once busy_timeout has run out.
+const FAULTS: readonly (readonly [RegExp, string])[] = [
+  [/^SQLITE_READONLY/, 'is read-only'],
+  [/^SQLITE_FULL$/, 'cannot write: disk full'],
+  [/^SQLITE_IOERR/, 'cannot read or write its file (I/O error)'],
+  [/^SQLITE_(CORRUPT|NOTADB)/, 'file is damaged'],
+  [/^SQLITE_CANTOPEN/, 'cannot open its file'],
+  [/^SQLITE_(BUSY|LOCKED)/, 'is locked by another process; try again'],
+];
+
+/** Less free space than this and the probe calls the disk full: a write may need a few pages more. */
+const MIN_FREE_BYTES = 1 << 20;
+
+const sqliteCode = (err: unknown): string | null => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_') ? code : null;
+};
+
+/** The `unavailable` error for a storage fault, or null when `err` is something else (a bug, a constraint). */
+export function storageFault(file: StoreFile, err: unknown): AppError | null {
+  const code = sqliteCode(err);
+  const problem = code && FAULTS.find(([pattern]) => pattern.test(code))?.[1];
+  if (!problem) return null;
+  const subject = problem === 'file is damaged' ? `the ${file.name}'s` : `the ${file.name}`;
+  const fault = new AppError('unavailable', `${subject} ${problem}`, { retriable: true });
+  fault.cause = new Error(`${file.path} (${code})`, { cause: err });
+  return fault;
+}
+
+/** Runs a synchronous SQLite call, rethrowing storage faults as `unavailable`. */
+export function guarded<T>(file: StoreFile, run: () => T): T {
+  try {
+    return run();
+  } catch (err) {
+    throw storageFault(file, err) ?? err;
+  }
+}
+
+/** Wraps every method of `target` (all async) so that a storage fault it rejects with becomes `unavailable`. */
+export function guardMethods<T extends object>(file: StoreFile, target: T): T {
+  const wrapped: Record<string, unknown> = { ...(target as Record<string, unknown>) };
+  for (const [key, method] of Object.entries(target)) {
+    if (typeof method !== 'function') continue;
+    wrapped[key] = (...args: unknown[]) =>
+      Promise.resolve(method.apply(target, args)).catch((err: unknown) => {
+        throw storageFault(file, err) ?? err;
+      });
+  }
+  return wrapped as T;
+}
+
+/** Start-up errors name the file: the operator has to find it. */
+function openFailure(file: StoreFile, err: unknown): Error {
+  const code = sqliteCode(err) ?? '';
+  const reason = err instanceof Error ? err.message : String(err);
+  const say = (text: string) => new Error(text, { cause: err });
+  if (/^SQLITE_(NOTADB|CORRUPT)/.test(code)) return say(`${file.path} is not a readable SQLite database (${reason}); ${file.remedy}`);
+  if (/^SQLITE_CANTOPEN/.test(code)) {
+    return say(`${file.path} cannot be opened (${reason}): it must be a file the service may read and write, in a folder it may write`);
+  }
+  if (/^SQLITE_READONLY/.test(code))
+    return say(`${file.path} is read-only (${reason}): the service must be able to write it and its folder`);
+  if (code === 'SQLITE_FULL') return say(`${file.path} cannot be written: disk full`);
+  if (/^SQLITE_IOERR/.test(code)) return say(`${file.path} cannot be read or written (${reason})`);
+  return err instanceof Error ? err : say(reason);
+}
+
+/**
+ * Opens `file` and runs `setup` (pragmas, schema). better-sqlite3 opens lazily, so a file that is
+ * not a database would only fail at the first query: `PRAGMA schema_version` reads just the
+ * header, which is cheap at any size (a `quick_check` reads every page).
+ */
+export function openDatabase(file: StoreFile, options: { readonly?: boolean }, setup: (db: Database.Database) => void): Database.Database {
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(file.path, { readonly: options.readonly ?? false });
+    db.pragma('schema_version');
+    setup(db);
+    return db;
+  } catch (err) {
+    db?.close();
+    throw openFailure(file, err);
+  }
+}
+
+export const WRITE_PROBE_SCHEMA = 'CREATE TABLE IF NOT EXISTS write_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at TEXT NOT NULL)';
+
+/**
+ * Rejects with `unavailable` when the file cannot take a write. `BEGIN IMMEDIATE` alone passes on
+ * a read-only file (SQLite only refuses the first write), and a rolled-back write never reaches
+ * the WAL, so the probe commits one row: that is what fails on a read-only file, a file system
+ * remounted read-only, or an I/O error. A full disk can still take a commit while the WAL has
+ * room, hence the free-space check.
+ */
+export function probeWritable(file: StoreFile, db: Database.Database, now: () => Date): void {
+  if (db.readonly) throw storageFault(file, Object.assign(new Error('opened read-only'), { code: 'SQLITE_READONLY' }));
+  guarded(file, () =>
+    db.prepare('INSERT INTO write_probe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at').run(now().toISOString()),
+  );
+  if (db.memory) return;
+  const { bavail, bsize } = statfsSync(dirname(file.path));
+  if (bavail * bsize < MIN_FREE_BYTES) {
+    const fault = new AppError('unavailable', `the ${file.name} cannot write: disk full`, { retriable: true });
+    fault.cause = new Error(`${file.path}: ${bavail * bsize} bytes free`);
+    throw fault;
+  }
+}
