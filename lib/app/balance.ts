@@ -31,10 +31,16 @@ export interface BalanceReader {
    * has charged itself, which the read model may not have seen yet.
    */
   left(driveId: string, own?: { jobId: string; chargedByJob: number }): Promise<number | null>;
+  /** The same for a known allowance (the authenticated principal carries it): no drive stream read. */
+  leftOf(driveId: string, allowance: number | null): Promise<number | null>;
 }
 
 export function createBalanceReader(deps: { store: EventStore; read: ReadStore }): BalanceReader {
   return {
+    async leftOf(driveId, allowance) {
+      if (allowance === null) return null;
+      return allowance - (await deps.read.sum(CHARGES, { drive_id: driveId }, 'seconds'));
+    },
     async left(driveId, own) {
       const allowance = mediaSecondsAllowance((await loadState(deps.store, streams.drive(driveId), driveDecider)).state);
       if (allowance === null) return null;

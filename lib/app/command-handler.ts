@@ -30,11 +30,17 @@ export async function handleCommand<C, E extends { type: string; data: object },
     /** Runs on the folded state before deciding: throw to refuse (e.g. another drive's resource). */
     check?: (state: S) => void;
     maxAttempts?: number;
+    /**
+     * The stream was just named with a fresh UUID, so it is almost surely empty: the first try
+     * decides on the initial state without reading and appends with `no_stream` (a conflict then
+     * falls back to reading, as usual). Saves a read on the accept path.
+     */
+    expectNew?: boolean;
   },
 ): Promise<HandleResult<E, S>> {
   const maxAttempts = deps.maxAttempts ?? 5;
   for (let attempt = 1; ; attempt++) {
-    const stored = await store.readStream(streamId);
+    const stored = attempt === 1 && deps.expectNew ? [] : await store.readStream(streamId);
     const state = foldStream(stored, decider.evolve, decider.initialState());
     deps.check?.(state);
     const decided = decider.decide(command, state);

@@ -50,6 +50,36 @@ export async function applyManyToDocument(
   throw new Error(`could not apply ${last.type} ${last.id} to ${collection}/${id}: too much contention`);
 }
 
+/**
+ * The same for many documents at once (replay): one read of them all, one write of them all
+ * (`putMany`, one transaction on SQLite). A document that meets a gap or loses a race falls back
+ * to `applyManyToDocument`, so the outcome is the same as applying one by one.
+ */
+export async function applyToDocuments(
+  deps: Deps,
+  collection: string,
+  byId: ReadonlyMap<string, readonly StoredEvent[]>,
+  evolve: DocEvolve,
+): Promise<void> {
+  const current = new Map((await deps.read.getMany(collection, [...byId.keys()])).map((d) => [d._id, d]));
+  const writes: { doc: Doc; expectedRev: number | null }[] = [];
+  const slow: string[] = [];
+  for (const [id, events] of byId) {
+    const doc = current.get(id) ?? null;
+    const fresh = events.filter((e) => e.revision > (doc?._rev ?? -1));
+    if (fresh.length === 0) continue;
+    if (fresh[0].revision > (doc?._rev ?? -1) + 1) {
+      slow.push(id); // a gap: healed from the store
+      continue;
+    }
+    const next = foldFrom(doc, fresh, evolve);
+    if (next) writes.push({ doc: { ...next, _id: id }, expectedRev: doc ? doc._rev : null });
+  }
+  const outcomes = await deps.read.putMany(collection, writes);
+  outcomes.forEach((o, i) => o === 'stale' && slow.push(writes[i].doc._id));
+  for (const id of slow) await applyManyToDocument(deps, collection, id, byId.get(id)!, evolve);
+}
+
 async function foldUpTo(store: EventStore, event: StoredEvent, evolve: DocEvolve): Promise<Doc | null> {
   const events = (await store.readStream(event.streamId)).filter((e) => e.revision <= event.revision);
   return foldDocument(events, evolve);

@@ -1,13 +1,21 @@
 import { LRUCache } from 'lru-cache';
 import { AppError } from '../domain/errors';
 import { streams } from '../domain/ids';
+import { mediaSecondsAllowance } from '../domain/tenancy';
 import type { Clock } from '../ports/clock';
 import type { EventStore } from '../ports/event-store';
 import { loadState } from './command-handler';
 import { driveDecider, tokenDecider } from './deciders';
 import { hashToken, tokenIdOf, tokenMatches } from './tokens';
 
-export type Principal = { driveId: string; driveName: string; userId: string; tokenId: string };
+export type Principal = {
+  driveId: string;
+  driveName: string;
+  userId: string;
+  tokenId: string;
+  /** The drive's media-seconds allowance when the token was checked (null: unlimited). */
+  mediaSecondsAllowance: number | null;
+};
 
 /** Resolves an `Authorization` header to its principal, or throws `unauthorized`. */
 export type Authenticate = (authorization: string | undefined) => Promise<Principal>;
@@ -37,7 +45,7 @@ export function createAuthenticator(deps: {
     if (!t.exists || t.revoked || !tokenMatches(token, t.token.secret_hash)) return null;
     const { state: d } = await loadState(deps.store, streams.drive(t.token.drive_id), driveDecider);
     if (!d.exists) return null;
-    return { driveId: d.driveId, driveName: d.name, userId: t.token.user_id, tokenId };
+    return { driveId: d.driveId, driveName: d.name, userId: t.token.user_id, tokenId, mediaSecondsAllowance: mediaSecondsAllowance(d) };
   }
 
   function lookup(token: string, tokenId: string): Promise<Principal | null> {

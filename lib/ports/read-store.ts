@@ -53,6 +53,13 @@ export type PutOutcome = 'written' | 'stale';
 export interface ReadStore {
   get(collection: string, id: string): Promise<Doc | null>;
   find(collection: string, filter: Filter, options?: FindOptions): Promise<Doc[]>;
+  /** The documents among `ids` that exist, in no particular order. */
+  getMany(collection: string, ids: readonly string[]): Promise<Doc[]>;
+  /**
+   * Several compare-and-set writes as `put` does them, in one transaction where the engine has
+   * them (replay writes a page of documents at once); outcomes in the order given.
+   */
+  putMany(collection: string, writes: readonly { readonly doc: Doc; readonly expectedRev: number | null }[]): Promise<PutOutcome[]>;
   /** The sum of the numeric `field` over the documents matching `filter` (0 when none). */
   sum(collection: string, filter: Filter, field: string): Promise<number>;
   /**

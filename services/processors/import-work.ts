@@ -37,7 +37,7 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
   const projectStream = streams.project(job.project_id);
   const metadata = { partition_key: job.project_id, drive_id: job.drive_id, causation_id: job.job_id };
   const project = (c: Parameters<typeof projectDecider.decide>[0]) =>
-    handleCommand(deps.store, projectStream, projectDecider, c, { newId: deps.ids.uuid, metadata });
+    handleCommand(deps.store, projectStream, projectDecider, c, { newId: deps.ids.uuidv7, metadata });
   const now = () => deps.clock.now().toISOString();
 
   const { state: before } = await loadState(deps.store, projectStream, projectDecider);

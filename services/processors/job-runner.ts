@@ -73,7 +73,7 @@ export async function runJob(deps: RunnerDeps, job: Job, work: (ctx: JobContext)
   const stream = streams.job(job.job_id);
   const log = deps.logger.child({ job_id: job.job_id, job_type: job.job_type, worker: deps.workerId });
   const metadata = { partition_key: job.project_id, drive_id: job.drive_id, causation_id: job.job_id };
-  const command = (c: JobCommand) => handleCommand(deps.store, stream, jobDecider, c, { newId: deps.ids.uuid, metadata });
+  const command = (c: JobCommand) => handleCommand(deps.store, stream, jobDecider, c, { newId: deps.ids.uuidv7, metadata });
   const now = () => deps.clock.now().toISOString();
   const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
 

@@ -1,5 +1,5 @@
 import { CHARGE_INDEXES, CHARGES, projectCharge } from '../../lib/app/balance';
-import { applyManyToDocument, applyToDocument } from '../../lib/app/projection';
+import { applyToDocument, applyToDocuments } from '../../lib/app/projection';
 import { streamCategory } from '../../lib/domain/ids';
 import type { EventStore, StoredEvent } from '../../lib/ports/event-store';
 import type { ReadStore } from '../../lib/ports/read-store';
@@ -34,7 +34,9 @@ export async function projectMany(deps: { read: ReadStore; store: EventStore }, 
     if (streamCategory(e.streamId) !== 'job') continue;
     if (e.type === 'MediaSecondsCharged') await projectCharge(deps.read, e);
     const id = String(e.data.job_id);
-    jobs.set(id, [...(jobs.get(id) ?? []), e]);
+    const list = jobs.get(id);
+    if (list) list.push(e);
+    else jobs.set(id, [e]);
   }
-  for (const [id, docEvents] of jobs) await applyManyToDocument(deps, JOBS, id, docEvents, evolveJobDoc);
+  if (jobs.size > 0) await applyToDocuments(deps, JOBS, jobs, evolveJobDoc);
 }

@@ -159,6 +159,38 @@ export function describeReadStoreContract(
       });
     });
 
+    describe('getMany, putMany and sum', function () {
+      it('reads the documents that exist among the ids asked for', async () => {
+        await store.put('projects', { _id: 'a', _rev: 0 }, null);
+        await store.put('projects', { _id: 'b', _rev: 0 }, null);
+        const found = await store.getMany('projects', ['a', 'b', 'missing']);
+        assert.deepEqual(found.map((d) => d._id).sort(), ['a', 'b']);
+        assert.deepEqual(await store.getMany('projects', []), []);
+      });
+
+      it('writes several documents with their own compare-and-set, outcomes in order', async () => {
+        await store.put('projects', { _id: 'a', _rev: 0, n: 1 }, null);
+        const outcomes = await store.putMany('projects', [
+          { doc: { _id: 'a', _rev: 1, n: 2 }, expectedRev: 0 },
+          { doc: { _id: 'b', _rev: 0, n: 1 }, expectedRev: null },
+          { doc: { _id: 'c', _rev: 3, n: 1 }, expectedRev: 2 },
+        ]);
+        assert.deepEqual(outcomes, ['written', 'written', 'stale']);
+        assert.deepEqual(await store.get('projects', 'a'), { _id: 'a', _rev: 1, n: 2 });
+        assert.equal(await store.get('projects', 'c'), null);
+      });
+
+      it('sums a numeric field over the matching documents', async () => {
+        await store.putMany('charges', [
+          { doc: { _id: '1', _rev: 0, drive_id: 'd', seconds: 1.5 }, expectedRev: null },
+          { doc: { _id: '2', _rev: 0, drive_id: 'd', seconds: 2 }, expectedRev: null },
+          { doc: { _id: '3', _rev: 0, drive_id: 'e', seconds: 7 }, expectedRev: null },
+        ]);
+        assert.equal(await store.sum('charges', { drive_id: 'd' }, 'seconds'), 3.5);
+        assert.equal(await store.sum('charges', { drive_id: 'none' }, 'seconds'), 0);
+      });
+    });
+
     describe('find', function () {
       beforeEach(async () => {
         for (const person of [...PEOPLE].reverse()) await store.put('people', person, null);

@@ -171,6 +171,9 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
     'UPDATE docs SET rev = ?, doc = ? WHERE collection = ? AND id = ? AND rev = ?',
   );
   const deleteAll = db.prepare<[string]>('DELETE FROM docs WHERE collection = ?');
+  const selectMany = db.prepare<[string, string], { doc: string }>(
+    'SELECT doc FROM docs WHERE collection = ? AND id IN (SELECT value FROM json_each(?))',
+  );
 
   const put = (collection: string, doc: Doc, expectedRev: number | null): PutOutcome => {
     const json = JSON.stringify(doc);
@@ -180,6 +183,11 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
         : updateIfRev.run(doc._rev, json, collection, doc._id, expectedRev);
     return changes === 1 ? 'written' : 'stale';
   };
+
+  // One transaction, one commit, for a page of replayed documents.
+  const putAll = db.transaction((collection: string, writes: readonly { doc: Doc; expectedRev: number | null }[]) =>
+    writes.map((w) => put(collection, w.doc, w.expectedRev)),
+  );
 
   // Every method, so that a storage fault anywhere is a retriable 503 naming no path.
   return guardMethods<SqliteReadStore>(file, {
@@ -200,6 +208,12 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
     },
     async put(collection, doc, expectedRev) {
       return put(collection, doc, expectedRev);
+    },
+    async getMany(collection, ids) {
+      return selectMany.all(collection, JSON.stringify(ids)).map((row) => JSON.parse(row.doc) as Doc);
+    },
+    async putMany(collection, writes) {
+      return putAll(collection, writes);
     },
     async ensureIndex(collection, fields) {
       db.exec(indexDdl(collection, fields));

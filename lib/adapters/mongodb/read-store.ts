@@ -112,7 +112,7 @@ const isDuplicateKey = (error: unknown) => error instanceof MongoServerError && 
 export function createMongoReadStore(db: Db): ReadStore {
   const collectionOf = (name: string) => db.collection<Doc>(name);
 
-  return {
+  const store: ReadStore = {
     async get(collection, id) {
       return collectionOf(collection).findOne({ _id: id });
     },
@@ -137,6 +137,15 @@ export function createMongoReadStore(db: Db): ReadStore {
       const result = await collectionOf(collection).replaceOne({ _id: doc._id, _rev: expectedRev }, doc, WRITE_OPTIONS);
       return result.matchedCount === 0 ? 'stale' : 'written';
     },
+    async getMany(collection, ids) {
+      return (await collectionOf(collection)
+        .find({ _id: { $in: [...ids] } })
+        .toArray()) as Doc[];
+    },
+    async putMany(collection, writes) {
+      // Independent documents: the compare-and-set of each is what matters, not one transaction.
+      return Promise.all(writes.map((w) => store.put(collection, w.doc, w.expectedRev)));
+    },
     async sum(collection, filter: Filter, field) {
       const [row] = await collectionOf(collection)
         .aggregate<{ total: number }>([
@@ -155,4 +164,5 @@ export function createMongoReadStore(db: Db): ReadStore {
     },
     async close() {},
   };
+  return store;
 }
