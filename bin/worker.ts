@@ -19,7 +19,7 @@ runService('worker', async (config, logger) => {
   const metrics = createMetrics();
   const store = openEventStore(config);
   const readSide = await openReadStore(config);
-  const deadLetters = countingDeadLetters(openDeadLetters(config, readSide), metrics);
+  const deadLetters = countingDeadLetters(openDeadLetters(config, readSide, logger), metrics);
   const log = await openEventLog(config, store, logger, deadLetters);
   const parent = serveParent({
     answer: async (question) => (question === 'metrics' ? metrics.registry.getMetricsAsJSON() : null),

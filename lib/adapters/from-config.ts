@@ -20,6 +20,7 @@ import { createFfprobeProber } from './ffmpeg/prober';
 import { resolveFfmpegPaths } from './ffmpeg/binaries';
 import { createOutboundFetcher, literalRefusal, parseAllowlist } from './http/outbound-fetcher';
 import { createAvroCodec } from './kafka/avro-codec';
+import { deadLetterTopicOf, withDeadLetterTopic } from './kafka/dead-letter-topic';
 import { createKafkaEventLog, createKafkaProducer, ensureTopic } from './kafka/event-log';
 import { createLocalBlobStore } from './local/blob-store';
 import { createMongoDeadLetterStore } from './mongodb/dead-letters';
@@ -51,16 +52,28 @@ export function kafkaClient(config: Config, logger: Logger): Kafka {
 
 /**
  * Where poison events go: a table beside the events (embedded), or a MongoDB collection next to
- * the read models (distributed), so operators can list, retry and drop them.
+ * the read models (distributed), so operators can list, retry and drop them. With Kafka and a
+ * `logger` (the services that write letters), each letter is also copied to
+ * `<topic>.dead-letters` for whoever reads the stream.
  */
-export function openDeadLetters(config: Config, readSide: ReadSide): DeadLetterStore & { close(): Promise<void> } {
+export function openDeadLetters(config: Config, readSide: ReadSide, logger?: Logger): DeadLetterStore & { close(): Promise<void> } {
+  let store: DeadLetterStore & { close(): Promise<void> };
   if (readSide.mongo) {
-    const store = createMongoDeadLetterStore(readSide.mongo.db());
-    return Object.assign(store, { close: async () => undefined });
+    store = Object.assign(createMongoDeadLetterStore(readSide.mongo.db()), { close: async () => undefined });
+  } else {
+    mkdirSync(config.dataDir, { recursive: true });
+    const sqlite = createSqliteDeadLetterStore({ path: join(config.dataDir, 'events.sqlite') });
+    store = Object.assign(sqlite, { close: async () => void (await sqlite.close()) });
   }
-  mkdirSync(config.dataDir, { recursive: true });
-  const store = createSqliteDeadLetterStore({ path: join(config.dataDir, 'events.sqlite') });
-  return Object.assign(store, { close: async () => store.close() });
+  if (!config.kafka || !logger) return store;
+  const copied = withDeadLetterTopic(store, { kafka: kafkaClient(config, logger), topic: deadLetterTopicOf(config.kafka.topic), logger });
+  return {
+    ...copied,
+    async close() {
+      await copied.close();
+      await store.close();
+    },
+  };
 }
 
 /** The log consumers read: Kafka when configured, else the embedded store's `$all`. */

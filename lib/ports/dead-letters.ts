@@ -12,7 +12,7 @@ export interface DeadLetter {
   readonly id: string;
   /** `relay`, or the consumer group that gave up (`projections`, `jobs-import/project_media`, ...). */
   readonly source: string;
-  /** What is known of the event; an undecodable message has no id or type. */
+  /** What is known of the event; for an undecodable message, only what its headers say (if anything). */
   readonly event_id: string | null;
   readonly event_type: string | null;
   readonly stream_id: string | null;

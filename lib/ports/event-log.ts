@@ -65,7 +65,13 @@ export interface EventLog {
   close(): Promise<void>;
 }
 
-/** The relay's side of the log: publish resolves only once the log has acknowledged. */
+/**
+ * The relay's side of the log: publish resolves only once the log has acknowledged. It is all or
+ * nothing: a batch holding an event the log can never take (no schema for its type, data that
+ * does not fit it, over the size limit) is refused before anything is sent, with a
+ * non-retriable AppError; the relay then publishes that batch one by one and dead-letters the
+ * refused event. Any other failure is transient and retried.
+ */
 export interface LogProducer {
   publish(events: readonly StoredEvent[]): Promise<void>;
   close(): Promise<void>;

@@ -15,7 +15,7 @@ runService('processors', async (config, logger) => {
   const metrics = createMetrics();
   const store = openEventStore(config);
   const readSide = await openReadStore(config);
-  const deadLetters = countingDeadLetters(openDeadLetters(config, readSide), metrics);
+  const deadLetters = countingDeadLetters(openDeadLetters(config, readSide, logger), metrics);
   const log = await openEventLog(config, store, logger, deadLetters);
   const onFatal = (err: Error) => {
     logger.fatal({ err }, 'a consumer can no longer consume; exiting so that it is restarted');

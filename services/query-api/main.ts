@@ -10,7 +10,7 @@ runService('query-api', async (config, logger) => {
   const metrics = createMetrics();
   const store = openEventStore(config);
   const readSide = await openReadStore(config);
-  const deadLetters = countingDeadLetters(openDeadLetters(config, readSide), metrics);
+  const deadLetters = countingDeadLetters(openDeadLetters(config, readSide, logger), metrics);
   const log = await openEventLog(config, store, logger, deadLetters);
   const common = httpCommon(config, logger, store, readSide);
   const onFatal = (err: Error) => {

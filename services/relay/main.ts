@@ -1,5 +1,4 @@
-import { kafkaClient, openDeadLetters, openEventStore, openLogProducer, openReadStore } from '../../lib/adapters/from-config';
-import { deadLetterTopicOf, withDeadLetterTopic } from '../../lib/adapters/kafka/dead-letter-topic';
+import { openDeadLetters, openEventStore, openLogProducer, openReadStore } from '../../lib/adapters/from-config';
 import { createReadStoreCheckpoints } from '../../lib/adapters/read-store-checkpoints';
 import { ConfigError } from '../../lib/config';
 import { runService } from '../../lib/run-service';
@@ -10,20 +9,14 @@ runService('relay', async (config, logger) => {
   if (!config.kafka) throw new ConfigError('invalid configuration: KAFKA_BROKERS: the relay needs a Kafka log to publish to');
   const store = openEventStore(config);
   const readSide = await openReadStore(config);
-  const letters = openDeadLetters(config, readSide);
   // Operators work from the store; the topic is a copy for whoever reads the stream.
-  const deadLetters = withDeadLetterTopic(letters, {
-    kafka: kafkaClient(config, logger),
-    topic: deadLetterTopicOf(config.kafka.topic),
-    logger,
-  });
+  const deadLetters = openDeadLetters(config, readSide, logger);
   const producer = await openLogProducer(config, logger);
   const relay = await start({ store, producer, checkpoints: createReadStoreCheckpoints(readSide.read), deadLetters, logger });
   return async () => {
     await relay.stop();
     await producer.close();
     await deadLetters.close();
-    await letters.close();
     await readSide.close();
     await store.close();
   };

@@ -1,6 +1,8 @@
-import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import type { DeadLetter, DeadLetterStatus, DeadLetterStore, NewDeadLetter } from '../../ports/dead-letters';
+import { configureEventDb } from './event-batch';
+import { EVENTS_REMEDY } from './event-store';
+import { guardMethods, openDatabase, type StoreFile } from './sqlite';
 
 /**
  * The embedded DeadLetterStore: a table in the events file, beside the events it refers to and
@@ -37,11 +39,12 @@ const toLetter = ({ event_key: _k, ...row }: Row): DeadLetter => ({
 });
 
 export function createSqliteDeadLetterStore(options: { path: string; now?: () => Date }): DeadLetterStore & { close(): void } {
-  const db = new Database(options.path);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
-  db.pragma('busy_timeout = 5000');
-  db.exec(SCHEMA);
+  // The events file's own settings (checkpoint threshold included) and its fault mapping.
+  const file: StoreFile = { name: 'event store', path: options.path, remedy: EVENTS_REMEDY };
+  const db = openDatabase(file, {}, (d) => {
+    configureEventDb(d, {});
+    d.exec(SCHEMA);
+  });
   const now = () => (options.now ?? (() => new Date()))().toISOString();
 
   const upsert = db.prepare(`
@@ -63,7 +66,7 @@ export function createSqliteDeadLetterStore(options: { path: string; now?: () =>
   );
   const dead = db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM dead_letters WHERE status = 'dead'");
 
-  return {
+  return guardMethods(file, {
     async put(letter: NewDeadLetter) {
       // An undecodable message has no event id: its position identifies it instead.
       const eventKey = letter.event_id ?? `@${letter.position ?? randomUUID()}`;
@@ -105,5 +108,5 @@ export function createSqliteDeadLetterStore(options: { path: string; now?: () =>
       return dead.get()?.n ?? 0;
     },
     close: () => db.close(),
-  };
+  });
 }

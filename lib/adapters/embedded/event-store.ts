@@ -93,11 +93,14 @@ const toStored = (r: Row): StoredEvent => ({
 
 const parsePosition = (p: Position | null): number => (p === null ? 0 : Number(p));
 
+export const EVENTS_REMEDY =
+  'it is the source of truth and cannot be rebuilt: stop every service, move it away and restore it from a backup';
+
 export function createSqliteEventStore(options: SqliteEventStoreOptions): SqliteEventStore {
   const file: StoreFile = {
     name: 'event store',
     path: options.path,
-    remedy: 'it is the source of truth and cannot be rebuilt: stop every service, move it away and restore it from a backup',
+    remedy: EVENTS_REMEDY,
   };
   const db = openDatabase(file, options, (opened) => {
     if (options.readonly) return;
@@ -179,7 +182,14 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): Sqlite
     let cursor = parsePosition(after);
     const loop = (async () => {
       while (!stopped) {
-        const batch = guarded(file, () => selectAll.all(cursor, 256));
+        let batch: Row[];
+        try {
+          batch = guarded(file, () => selectAll.all(cursor, 256));
+        } catch {
+          // Storage fault (busy, I/O, disk): /readyz reports it; the follower waits and reads again.
+          await waitForAppend(1000);
+          continue;
+        }
         for (const row of batch) {
           if (stopped) return;
           await handler(toStored(row));
@@ -188,6 +198,8 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): Sqlite
         if (batch.length === 0) await waitForAppend(pollIntervalMs);
       }
     })();
+    // A handler that throws ends the subscription (the port's rule), never the process.
+    loop.catch(() => undefined);
     return {
       async close() {
         stopped = true;
