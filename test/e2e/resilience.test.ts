@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
-import { admin, buildOnce, freePort, ROOT, startService, type ServiceProcess } from '../fixtures/service-process';
+import { admin, apiClient, buildOnce, freePort, ROOT, startService, type ServiceProcess } from '../fixtures/service-process';
 import { waitFor } from '../fixtures/wait';
 
 /** The all-in-one process under failure: job work dies, the process is killed mid-burst, the port is taken. */
@@ -22,15 +22,7 @@ describe('e2e: resilience of the all-in-one service', function () {
   });
   after(async () => media?.close());
 
-  const client = (svc: ServiceProcess, token: string) => ({
-    get: (path: string) => fetch(`${svc.base}/v1${path}`, { headers: { authorization: `Bearer ${token}` } }),
-    post: (path: string, body: unknown) =>
-      fetch(`${svc.base}/v1${path}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      }),
-  });
+  const client = apiClient;
   const workerPid = (svc: ServiceProcess): number | null => {
     try {
       const out = execFileSync('pgrep', ['-P', String(svc.child.pid)], { encoding: 'utf8' }).trim();

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
-import { admin, buildOnce, startService, type ServiceProcess } from '../fixtures/service-process';
+import { admin, apiClient, buildOnce, startService } from '../fixtures/service-process';
 import { waitFor } from '../fixtures/wait';
 
 /** The real process, as `npm start` runs it, on the embedded adapters. */
@@ -21,15 +21,7 @@ describe('e2e: the service process', function () {
   });
   after(async () => media?.close());
 
-  const api = (svc: ServiceProcess, token: string) => ({
-    get: (path: string) => fetch(`${svc.base}/v1${path}`, { headers: { authorization: `Bearer ${token}` } }),
-    post: (path: string, body: unknown) =>
-      fetch(`${svc.base}/v1${path}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      }),
-  });
+  const api = apiClient;
 
   it('imports media served on loopback: the admin CLI makes a drive while the server runs, the job reaches stopped', async () => {
     const env = { DATA_DIR: mkdtempSync(join(tmpdir(), 'e2e-data-')), OUTBOUND_ALLOWLIST: '127.0.0.1' };

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { eventLetter, putUntilStored, reasonOf } from '../../app/dead-letters';
 import type { DeadLetterStore } from '../../ports/dead-letters';
 import type { EventLog, LogHandler, LogSubscription, SubscribeOptions } from '../../ports/event-log';
 import type { StoredEvent } from '../../ports/event-store';
@@ -34,8 +35,6 @@ const laneOf = (key: string, lanes: number): number => {
   return (h >>> 0) % lanes;
 };
 
-const reasonOf = (err: unknown): string => (err instanceof Error ? err.message : String(err)).slice(0, 2000);
-
 export function createEmbeddedEventLog(deps: EmbeddedLogDeps): EventLog {
   const subscriptions = new Set<LogSubscription>();
 
@@ -47,6 +46,7 @@ export function createEmbeddedEventLog(deps: EmbeddedLogDeps): EventLog {
     const saved = deps.store.loadCheckpoint(group);
     const start = saved ?? (options.startAt === 'latest' ? deps.store.headPosition() : 0);
     let closed = false;
+    const closing = new AbortController();
     let running = true;
     // Dispatched events in position order, with whether they have settled.
     const inFlight: { position: number; done: boolean }[] = [];
@@ -59,26 +59,11 @@ export function createEmbeddedEventLog(deps: EmbeddedLogDeps): EventLog {
     const giveUp = async (event: StoredEvent, err: unknown, attempts: number) => {
       const reason = reasonOf(err);
       log.error({ err, event_id: event.id, type: event.type, stream: event.streamId, attempts }, 'event dead-lettered');
-      for (let attempt = 1; !closed; attempt++) {
-        try {
-          await deps.deadLetters.put({
-            source: group,
-            event_id: event.id,
-            event_type: event.type,
-            stream_id: event.streamId,
-            position: event.position,
-            reason,
-            attempts,
-            payload: JSON.stringify(event),
-            payload_encoding: 'json',
-          });
-          return;
-        } catch (e) {
-          // Moving on without the letter would lose the event: keep trying.
-          log.error({ err: e, attempt }, 'could not record a dead letter; will retry');
-          await sleep(delayOf(attempt));
-        }
-      }
+      await putUntilStored(deps.deadLetters, eventLetter(group, event, reason, attempts), {
+        log,
+        signal: closing.signal,
+        delayOf,
+      });
     };
 
     /**
@@ -204,6 +189,7 @@ export function createEmbeddedEventLog(deps: EmbeddedLogDeps): EventLog {
       async close() {
         if (closed) return;
         closed = true;
+        closing.abort();
         running = false;
         slotFreed();
         clearInterval(checkpointTimer);

@@ -1,28 +1,15 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { KafkaMessage } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { DeadLetter, DeadLetterStore, NewDeadLetter } from '../../ports/dead-letters';
 import type { StoredEvent } from '../../ports/event-store';
+import { reasonOf } from '../../app/dead-letters';
 import type { EventCodec } from './avro-codec';
+
+export { eventLetter, putUntilStored, reasonOf } from '../../app/dead-letters';
 
 /** Dead letters of the Kafka consumer: what a letter holds, storing it, and operator retries. */
 
-const REASON_MAX = 2000;
 const HEADER_MAX = 200;
-
-export const reasonOf = (err: unknown): string => (err instanceof Error ? err.message : String(err)).slice(0, REASON_MAX);
-
-export const eventLetter = (source: string, event: StoredEvent, reason: string, attempts: number): NewDeadLetter => ({
-  source,
-  event_id: event.id,
-  event_type: event.type,
-  stream_id: event.streamId,
-  position: event.position,
-  reason,
-  attempts,
-  payload: JSON.stringify(event),
-  payload_encoding: 'json',
-});
 
 function header(message: KafkaMessage, name: string): string | null {
   const value = message.headers?.[name];
@@ -49,30 +36,6 @@ export const rawLetter = (source: string, partition: number, message: KafkaMessa
 /** The event a letter holds, as the handler first saw it. */
 const eventOfLetter = (letter: DeadLetter, codec: EventCodec): StoredEvent =>
   letter.payload_encoding === 'json' ? (JSON.parse(letter.payload) as StoredEvent) : codec.decode(Buffer.from(letter.payload, 'base64'));
-
-/**
- * Stores a letter, trying until it is stored: the offset moves past the message only once its
- * letter exists, else a store outage would lose the event. False when `signal` ended the wait.
- */
-export async function putUntilStored(
-  store: DeadLetterStore,
-  letter: NewDeadLetter,
-  options: { log: Logger; signal: AbortSignal; delayOf: (attempt: number) => number; gone?: () => boolean },
-): Promise<boolean> {
-  for (let attempt = 1; !options.signal.aborted && !options.gone?.(); attempt++) {
-    try {
-      await store.put(letter);
-      return true;
-    } catch (err) {
-      options.log.error(
-        { err, attempt, event_id: letter.event_id, position: letter.position },
-        'could not store a dead letter; will retry',
-      );
-      await sleep(options.delayOf(attempt), undefined, { signal: options.signal }).catch(() => undefined);
-    }
-  }
-  return false;
-}
 
 /**
  * Handles once more the letters of `source` an operator marked for retry: a success removes the
