@@ -6,7 +6,7 @@ import { startHarness, type Harness } from '../fixtures/harness';
 import { startHostileMediaServer, type HostilePath } from '../fixtures/hostile-media-server';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
-import { waitFor } from '../fixtures/wait';
+import { failOnUncaughtException, waitFor } from '../fixtures/wait';
 
 /**
  * Media servers that break HTTP must fail their own file and nothing else: no crash, no stuck
@@ -34,16 +34,7 @@ describe('Import from misbehaving media servers (HTTP, embedded adapters)', func
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  let uncaught: unknown[] = [];
-  const spy = (err: unknown) => uncaught.push(err);
-  beforeEach(() => {
-    uncaught = [];
-    process.on('uncaughtException', spy);
-  });
-  afterEach(() => {
-    process.off('uncaughtException', spy);
-    assert.deepEqual(uncaught, [], 'an uncaught exception was raised');
-  });
+  failOnUncaughtException();
 
   /** Runs an import while polling GET /v1/status every 100 ms; returns the stopped job and every status code seen. */
   async function importWhilePolling(addMedia: Record<string, { url: string }>) {

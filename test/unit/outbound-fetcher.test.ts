@@ -15,7 +15,7 @@ import {
 } from '../../lib/adapters/http/outbound-fetcher';
 import { LONG_LENGTH, SHORT_LENGTH, startHostileMediaServer } from '../fixtures/hostile-media-server';
 import { makeTestMedia } from '../fixtures/media';
-import { waitFor } from '../fixtures/wait';
+import { failOnUncaughtException, waitFor } from '../fixtures/wait';
 
 // Only loopback servers: these tests never send traffic anywhere else.
 async function serve(handler: RequestListener): Promise<{ server: Server; url: string }> {
@@ -297,16 +297,8 @@ describe('OutboundFetcher against a misbehaving server', function () {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  // A throw in a socket callback never reaches the test's promise; it would end a real service.
-  let uncaught: unknown[] = [];
-  const spy = (err: unknown) => uncaught.push(err);
-  beforeEach(() => {
-    uncaught = [];
-    process.on('uncaughtException', spy);
-  });
+  failOnUncaughtException();
   afterEach(async () => {
-    process.off('uncaughtException', spy);
-    assert.deepEqual(uncaught, [], 'an uncaught exception was raised');
     await waitFor(() => hostile.openSockets() === 0, { what: 'the fetcher to close its connection' });
   });
 
