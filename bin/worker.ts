@@ -1,8 +1,9 @@
-import { openDeadLetters, openEventLog, openEventStore, openLogProducer, openReadStore } from '../lib/adapters/from-config';
+import { openConsumerSide } from '../lib/adapters/consumer-side';
+import { openLogProducer } from '../lib/adapters/from-config';
 import { createReadStoreCheckpoints } from '../lib/adapters/read-store-checkpoints';
 import { createMetrics } from '../lib/observability/metrics';
-import { countingDeadLetters, jobMetrics, watchLag } from '../lib/observability/wiring';
-import { runService } from '../lib/run-service';
+import { jobMetrics, watchLag } from '../lib/observability/wiring';
+import { exitOnFatal, runService } from '../lib/run-service';
 import { serveParent } from '../lib/supervise';
 import * as processors from '../services/processors';
 import { processorsDeps } from '../services/processors/from-config';
@@ -17,19 +18,13 @@ import * as relay from '../services/relay';
  */
 runService('worker', async (config, logger) => {
   const metrics = createMetrics();
-  const store = openEventStore(config);
-  const readSide = await openReadStore(config);
-  const deadLetters = countingDeadLetters(openDeadLetters(config, readSide, logger), metrics);
-  const log = await openEventLog(config, store, logger, deadLetters);
+  const consumers = await openConsumerSide(config, logger, metrics);
+  const { store, readSide, deadLetters, log } = consumers;
   const parent = serveParent({
     answer: async (question) => (question === 'metrics' ? metrics.registry.getMetricsAsJSON() : null),
     onOrphaned: () => process.kill(process.pid, 'SIGTERM'),
   });
-  const onFatal = (err: Error) => {
-    parent.fatal(err.message);
-    logger.fatal({ err }, 'a consumer can no longer consume; exiting so that it is restarted');
-    setTimeout(() => process.exit(1), 100).unref();
-  };
+  const onFatal = exitOnFatal(logger, (err) => parent.fatal(err.message));
 
   const stops: (() => Promise<void>)[] = [];
   if (config.kafka) {
@@ -55,9 +50,6 @@ runService('worker', async (config, logger) => {
   return async () => {
     lag.stop();
     for (const stop of stops) await stop().catch((err) => logger.error({ err }, 'error while stopping'));
-    await log.close();
-    await deadLetters.close();
-    await readSide.close();
-    await store.close();
+    await consumers.close();
   };
 });

@@ -7,6 +7,18 @@ import { createLogger } from './logger';
  * naming the variable), start, and on SIGTERM/SIGINT stop in order and exit. A second signal
  * exits at once.
  */
+/**
+ * What a consumer that can no longer consume calls: log it, and exit so that the orchestrator
+ * (or the all-in-one supervisor) starts the process again.
+ */
+export const exitOnFatal =
+  (logger: Logger, before?: (err: Error) => void) =>
+  (err: Error): void => {
+    before?.(err);
+    logger.fatal({ err }, 'a consumer can no longer consume; exiting so that it is restarted');
+    setTimeout(() => process.exit(1), 100).unref();
+  };
+
 export function runService(name: string, start: (config: Config, logger: Logger) => Promise<() => Promise<void>>): void {
   let logger: Logger | undefined;
   (async () => {

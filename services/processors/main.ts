@@ -1,8 +1,8 @@
-import { openDeadLetters, openEventLog, openEventStore, openReadStore } from '../../lib/adapters/from-config';
+import { openConsumerSide } from '../../lib/adapters/consumer-side';
 import { listen } from '../../lib/http/listen';
 import { createMetrics } from '../../lib/observability/metrics';
-import { countingDeadLetters, jobMetrics, watchLag } from '../../lib/observability/wiring';
-import { runService } from '../../lib/run-service';
+import { jobMetrics, watchLag } from '../../lib/observability/wiring';
+import { exitOnFatal, runService } from '../../lib/run-service';
 import Koa from 'koa';
 import { processorsDeps } from './from-config';
 import { start } from './index';
@@ -13,16 +13,10 @@ import { start } from './index';
  */
 runService('processors', async (config, logger) => {
   const metrics = createMetrics();
-  const store = openEventStore(config);
-  const readSide = await openReadStore(config);
-  const deadLetters = countingDeadLetters(openDeadLetters(config, readSide, logger), metrics);
-  const log = await openEventLog(config, store, logger, deadLetters);
-  const onFatal = (err: Error) => {
-    logger.fatal({ err }, 'a consumer can no longer consume; exiting so that it is restarted');
-    setTimeout(() => process.exit(1), 100).unref();
-  };
+  const consumers = await openConsumerSide(config, logger, metrics);
+  const { store, readSide, log } = consumers;
   const service = await start(
-    processorsDeps(config, logger, { store, read: readSide.read, log }, { observer: jobMetrics(metrics), onFatal }),
+    processorsDeps(config, logger, { store, read: readSide.read, log }, { observer: jobMetrics(metrics), onFatal: exitOnFatal(logger) }),
   );
   const lag = watchLag(metrics, service.subscriptions);
   const ops = new Koa();
@@ -42,9 +36,6 @@ runService('processors', async (config, logger) => {
     await http.close();
     lag.stop();
     await service.stop();
-    await log.close();
-    await deadLetters.close();
-    await readSide.close();
-    await store.close();
+    await consumers.close();
   };
 });
