@@ -1,0 +1,192 @@
+import assert from 'node:assert/strict';
+import {
+  addMarker,
+  type Clip,
+  clipSpans,
+  compositionDuration,
+  compositionMediaType,
+  compositionTranscript,
+  cutMarkers,
+  cutRange,
+  insertClips,
+  insertMarkers,
+  keepMarkers,
+  keepRange,
+  type Marker,
+  removeClipMarkers,
+  removeClips,
+  reorderClips,
+  reorderMarkers,
+  sequenceWords,
+  type Word,
+} from '../../lib/domain/edl';
+
+const clip = (media: string, from: number, to: number): Clip => ({ media, in: from, out: to });
+const marker = (time: number, label = `m${time}`): Marker => ({ time, label });
+const word = (text: string, start: number, end: number, speaker: string | null = null): Word => ({
+  text,
+  start,
+  end,
+  confidence: 0.9,
+  speaker,
+});
+/** True when `x` carries no float dust below a millisecond. */
+const onMs = (x: number) => x === Math.round(x * 1000) / 1000;
+
+// A 0–10, B 0–5, C 2–6: composition time 0–10 is A, 10–15 is B, 15–19 is C.
+const A = clip('a.mp4', 0, 10);
+const B = clip('b.wav', 0, 5);
+const C = clip('c.wav', 2, 6);
+
+describe('edit decision lists', () => {
+  describe('cutting a range', () => {
+    it('splits a clip cut in the middle', () => assert.deepEqual(cutRange([A], 3, 4), [clip('a.mp4', 0, 3), clip('a.mp4', 4, 10)]));
+    it('cuts across several clips, trimming the first and last', () =>
+      assert.deepEqual(cutRange([A, B, C], 8, 16), [clip('a.mp4', 0, 8), clip('c.wav', 3, 6)]));
+    it('removes whole clips when cut at exact boundaries, leaving the neighbours as they were', () => {
+      const out = cutRange([A, B, C], 10, 15);
+      assert.deepEqual(out, [A, C]);
+      assert.equal(out[0], A);
+    });
+    it('leaves nothing when the whole composition is cut', () => assert.deepEqual(cutRange([A, B, C], 0, 19), []));
+    it('rounds split points to milliseconds', () => {
+      // 0.1 + 0.2 is 0.30000000000000004 in floating point.
+      assert.deepEqual(cutRange([clip('a', 0.1, 1)], 0.2, 0.5), [clip('a', 0.1, 0.3), clip('a', 0.6, 1)]);
+    });
+    it('accumulates no float dust over many cuts', () => {
+      let clips: Clip[] = [clip('a', 0.1, 60.1)];
+      for (let i = 0; i < 50; i++) clips = cutRange(clips, 0.7 + i * 0.3, 0.8 + i * 0.3);
+      for (const c of clips) assert.ok(onMs(c.in) && onMs(c.out), `${c.in}–${c.out} is not on a millisecond`);
+      assert.equal(compositionDuration(clips), 55);
+    });
+    it('drops a piece shorter than a millisecond', () => assert.deepEqual(cutRange([A], 0.0004, 5), [clip('a.mp4', 5, 10)]));
+  });
+
+  describe('keeping a range', () => {
+    it('keeps the middle of one clip', () => assert.deepEqual(keepRange([A, B], 2, 3), [clip('a.mp4', 2, 3)]));
+    it('keeps across clips, trimming the ends', () =>
+      assert.deepEqual(keepRange([A, B, C], 8, 12), [clip('a.mp4', 8, 10), clip('b.wav', 0, 2)]));
+    it('keeps whole clips at exact boundaries', () => assert.deepEqual(keepRange([A, B, C], 10, 19), [B, C]));
+  });
+
+  describe('inserting, removing and reordering clips', () => {
+    const X = clip('x.wav', 1, 2);
+    it('splits the clip playing at the insertion time', () =>
+      assert.deepEqual(insertClips([A, B], 4, [X]), [clip('a.mp4', 0, 4), X, clip('a.mp4', 4, 10), B]));
+    it('inserts between clips at a boundary, at the start and at the end', () => {
+      assert.deepEqual(insertClips([A, B], 10, [X]), [A, X, B]);
+      assert.deepEqual(insertClips([A, B], 0, [X]), [X, A, B]);
+      assert.deepEqual(insertClips([A, B], 15, [X]), [A, B, X]);
+      assert.deepEqual(insertClips([], 0, [X]), [X]);
+    });
+    it('removes clips by index', () => assert.deepEqual(removeClips([A, B, C], [2, 0]), [B]));
+    it('reorders by a permutation of the indexes', () => assert.deepEqual(reorderClips([A, B, C], [2, 0, 1]), [C, A, B]));
+  });
+
+  describe('markers', () => {
+    it('adds a marker in time order, after markers at the same time', () =>
+      assert.deepEqual(addMarker([marker(1), marker(5, 'x')], marker(5, 'y')), [marker(1), marker(5, 'x'), marker(5, 'y')]));
+    it('cutting drops markers inside the range, keeps those on its edges at the join, moves later ones left', () =>
+      assert.deepEqual(cutMarkers([marker(1), marker(2), marker(3), marker(4), marker(6)], 2, 4), [
+        marker(1),
+        marker(2),
+        marker(2, 'm4'),
+        marker(4, 'm6'),
+      ]));
+    it('keeping drops markers outside the range and moves the rest left', () =>
+      assert.deepEqual(keepMarkers([marker(1), marker(2), marker(3.5), marker(4), marker(6)], 2, 4), [
+        marker(0, 'm2'),
+        marker(1.5, 'm3.5'),
+        marker(2, 'm4'),
+      ]));
+    it('inserting moves markers at or after the insertion time', () =>
+      assert.deepEqual(insertMarkers([marker(1), marker(2), marker(3)], 2, 0.5), [marker(1), marker(2.5, 'm2'), marker(3.5, 'm3')]));
+    it('removing clips drops markers inside them and moves later ones left', () =>
+      // B spans 10–15, C 15–19.
+      assert.deepEqual(removeClipMarkers([A, B, C], [marker(5), marker(12), marker(16), marker(19)], [1]), [
+        marker(5),
+        marker(11, 'm16'),
+        marker(14, 'm19'),
+      ]));
+    it('reordering moves each marker with its clip; one at the very end stays with the last clip', () =>
+      // New order C (0–4), A (4–14), B (14–19).
+      assert.deepEqual(reorderMarkers([A, B, C], [marker(1), marker(10), marker(16), marker(19)], [2, 0, 1]), [
+        marker(1, 'm16'),
+        marker(4, 'm19'),
+        marker(5, 'm1'),
+        marker(14, 'm10'),
+      ]));
+  });
+
+  describe('measures', () => {
+    it('adds clip lengths to a duration rounded to milliseconds', () => {
+      assert.equal(compositionDuration([clip('a', 0, 0.1), clip('b', 0, 0.2)]), 0.3);
+      assert.equal(compositionDuration([]), 0);
+    });
+    it('places clips end to end', () =>
+      assert.deepEqual(clipSpans([A, B, C]), [
+        { start: 0, end: 10 },
+        { start: 10, end: 15 },
+        { start: 15, end: 19 },
+      ]));
+    it('is video when any clip has video', () => {
+      const hasVideo = (m: string) => m.endsWith('.mp4');
+      assert.equal(compositionMediaType([B, A], hasVideo), 'video');
+      assert.equal(compositionMediaType([B, C], hasVideo), 'audio');
+    });
+  });
+
+  describe('transcript', () => {
+    const words = new Map<string, Word[]>([
+      ['a', [word('hello', 0.5, 0.9), word('um', 1.0, 1.4), word('world', 1.8, 2.4), word('late', 3.0, 3.5)]],
+      ['b', [word('bee', 0.2, 0.4)]],
+    ]);
+    const wordsOf = (m: string) => words.get(m);
+    const texts = (ws: Word[]) => ws.map((w) => w.text);
+
+    it('shifts each clip’s words to composition time and drops words outside the clips', () =>
+      assert.deepEqual(compositionTranscript([clip('a', 0.4, 2.0), clip('a', 3.0, 4.0)], wordsOf), [
+        word('hello', 0.1, 0.5),
+        word('um', 0.6, 1),
+        word('late', 1.6, 2.1),
+      ]));
+    it('gives a word straddling a clip edge to the side holding its midpoint, clamped to the clip', () => {
+      assert.deepEqual(compositionTranscript([clip('a', 2.05, 2.3)], wordsOf), [word('world', 0, 0.25)]);
+      assert.deepEqual(compositionTranscript([clip('a', 2.15, 2.3)], wordsOf), []);
+    });
+    it('never loses or duplicates a word when a clip is split anywhere', () => {
+      const whole = texts(compositionTranscript([clip('a', 0, 4)], wordsOf));
+      for (let t = 0.05; t < 4; t += 0.1) assert.deepEqual(texts(compositionTranscript(cutRange([clip('a', 0, 4)], t, t), wordsOf)), whole);
+      for (let t = 0.1; t < 4; t += 0.1)
+        assert.deepEqual(texts(compositionTranscript(insertClips([clip('a', 0, 4)], t, []), wordsOf)), whole);
+    });
+    it('follows clips across media and skips media without a transcript', () =>
+      assert.deepEqual(texts(compositionTranscript([clip('b', 0, 1), clip('none', 0, 5), clip('a', 0.4, 1)], wordsOf)), ['bee', 'hello']));
+
+    describe('of a multitrack sequence', () => {
+      const trackWords = new Map<string, Word[]>([
+        ['cam-a.mp4', [word('hi', 0, 0.5, 'spk0'), word('yes', 2, 2.5)]],
+        ['cam-b.mp4', [word('hello', 0, 0.4)]],
+      ]);
+      const tracks = [
+        { media: 'cam-a.mp4', offset: 0 },
+        { media: 'cam-b.mp4', offset: 1.5 },
+      ];
+      it('shifts each track by its offset, names the speaker after the track and merges by start', () =>
+        assert.deepEqual(
+          sequenceWords(tracks, (m) => trackWords.get(m)),
+          [word('hi', 0, 0.5, 'cam-a.mp4'), word('hello', 1.5, 1.9, 'cam-b.mp4'), word('yes', 2, 2.5, 'cam-a.mp4')],
+        ));
+      it('takes speaker labels from the caller and feeds a composition transcript', () => {
+        const labels = ['Host', 'Guest'];
+        const seq = sequenceWords(
+          tracks,
+          (m) => trackWords.get(m),
+          (i) => labels[i],
+        );
+        const transcript = compositionTranscript([clip('seq', 1, 3)], (m) => (m === 'seq' ? seq : undefined));
+        assert.deepEqual(transcript, [word('hello', 0.5, 0.9, 'Guest'), word('yes', 1, 1.5, 'Host')]);
+      });
+    });
+  });
+});
