@@ -1,11 +1,19 @@
+import type { ProbedMedia } from '../domain/media-formats';
+
 /** Media: what ffprobe tells about a file, and (later) normalize and render. */
 
 export type MediaType = 'audio' | 'video' | 'image' | 'other';
 
-export interface ProbeResult {
+/**
+ * One probed file. `type` is the kind of content (cover art does not make a file video, a single
+ * still picture is an image); whether the service imports it is `acceptMedia`'s decision
+ * (lib/domain/media-formats), which reads the format, brand and codec names.
+ */
+export interface ProbeResult extends ProbedMedia {
   readonly type: MediaType;
   /** Seconds; absent for images and files with no timeline. */
   readonly durationSeconds?: number;
+  /** ffprobe's demuxer name(s), e.g. `mov,mp4,m4a,3gp,3g2,mj2`; `unknown` when it names none. */
   readonly formatName: string;
   readonly hasAudio: boolean;
   readonly hasVideo: boolean;

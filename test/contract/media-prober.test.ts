@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { resolveFfmpegPaths } from '../../lib/adapters/ffmpeg/binaries';
 import { createFfprobeProber } from '../../lib/adapters/ffmpeg/prober';
 import { AppError } from '../../lib/domain/errors';
+import { acceptMedia, SUPPORTED_MEDIA } from '../../lib/domain/media-formats';
+import { makeMediaSamples, type SampleKind } from '../fixtures/media-files';
 import { makeTestMedia } from '../fixtures/media';
 import { waitFor } from '../fixtures/wait';
 
@@ -99,6 +103,90 @@ describe('MediaProber: ffprobe', () => {
       const childPid = await pid();
       await assert.rejects(probing, { code: 'invalid_input', message: /took longer than/ });
       await waitFor(() => isGone(childPid), { what: 'the ffprobe process to exit' });
+    });
+  });
+
+  describe('what the import rule makes of real files', () => {
+    let samplesDir: string;
+    let samples: Map<SampleKind, string>;
+
+    before(async function () {
+      this.timeout(120_000);
+      samplesDir = mkdtempSync(join(tmpdir(), 'probe-samples-'));
+      samples = await makeMediaSamples(samplesDir);
+    });
+    after(() => rmSync(samplesDir, { recursive: true, force: true }));
+
+    const probeSample = async (ctx: Mocha.Context, kind: SampleKind) => {
+      const path = samples.get(kind);
+      if (path === undefined) {
+        console.log(`      skipped: this ffmpeg build cannot encode ${kind}`);
+        ctx.skip();
+      }
+      return prober().probe(path!);
+    };
+
+    const accepted: [SampleKind, 'audio' | 'video' | 'image'][] = [
+      ['wav', 'audio'],
+      ['flac', 'audio'],
+      ['aac-adts', 'audio'],
+      ['m4a-aac', 'audio'],
+      ['mp4-aac-audio-only', 'audio'],
+      ['mp3', 'audio'],
+      ['mp3-cover-art', 'audio'],
+      ['mp4-h264', 'video'],
+      ['mov-h264', 'video'],
+      ['mp4-hevc', 'video'],
+      ['mov-hevc', 'video'],
+      ['png', 'image'],
+      ['jpeg', 'image'],
+    ];
+    for (const [kind, type] of accepted) {
+      it(`imports ${kind} as ${type}`, async function () {
+        const result = await probeSample(this, kind);
+        assert.deepEqual(acceptMedia(result), { type });
+        assert.equal(result.type, type);
+        if (type === 'image') assert.equal(result.durationSeconds, undefined);
+        else assert.ok(Math.abs((result.durationSeconds ?? 0) - 0.5) < 0.15, `duration ${result.durationSeconds}`);
+      });
+    }
+
+    const refused: [SampleKind, string][] = [
+      ['ogg-opus', 'Ogg container with Opus audio'],
+      ['ogg-vorbis', 'Ogg container with Vorbis audio'],
+      ['webm-vp9', 'Matroska/WebM container with VP9 video and Opus audio'],
+      ['mkv-h264', 'Matroska/WebM container with H.264 video and AAC audio'],
+      ['avi-mpeg4', 'AVI container with MPEG-4 Part 2 video and MP3 audio'],
+      ['mp4-mpeg4', 'MP4 container with MPEG-4 Part 2 video and AAC audio'],
+      ['3gp-h264', '3GP container with H.264 video and AAC audio'],
+      ['gif', 'GIF image'],
+      ['gif-animated', 'GIF image'],
+    ];
+    for (const [kind, what] of refused) {
+      it(`refuses ${kind} naming it: ${what}`, async function () {
+        const result = acceptMedia(await probeSample(this, kind));
+        assert.deepEqual(result, { error_message: `unsupported media: ${what}; supported are ${SUPPORTED_MEDIA}` });
+        assert.ok(!result.error_message.includes(samplesDir), result.error_message);
+      });
+    }
+
+    it('reports the codecs and brand the rule reads, leaving cover art out', async function () {
+      // The MP3 sample must really carry a picture, or leaving it out would prove nothing.
+      const { stdout } = await promisify(execFile)(resolveFfmpegPaths().ffprobe, [
+        ...['-v', 'error', '-select_streams', 'v', '-show_entries', 'stream_disposition=attached_pic', '-of', 'csv=p=0'],
+        samples.get('mp3-cover-art') ?? this.skip(),
+      ]);
+      assert.equal(stdout.trim(), '1');
+      const read = async (kind: SampleKind) => {
+        const { formatName, brand, audioCodecs, videoCodecs } = await probeSample(this, kind);
+        return { formatName, brand, audioCodecs, videoCodecs };
+      };
+      const iso = 'mov,mp4,m4a,3gp,3g2,mj2';
+      assert.deepEqual(await read('mp3-cover-art'), { formatName: 'mp3', brand: undefined, audioCodecs: ['mp3'], videoCodecs: [] });
+      assert.deepEqual(await read('m4a-aac'), { formatName: iso, brand: 'M4A', audioCodecs: ['aac'], videoCodecs: [] });
+      assert.deepEqual(await read('mov-h264'), { formatName: iso, brand: 'qt', audioCodecs: ['aac'], videoCodecs: ['h264'] });
+      assert.deepEqual(await read('mp4-hevc'), { formatName: iso, brand: 'isom', audioCodecs: ['aac'], videoCodecs: ['hevc'] });
+      assert.deepEqual(await read('wav'), { formatName: 'wav', brand: undefined, audioCodecs: ['pcm_s16le'], videoCodecs: [] });
     });
   });
 });

@@ -11,6 +11,7 @@ const STILL_IMAGE_FORMAT = /^(image2|[a-z0-9]+_pipe)$/;
 
 interface FfprobeStream {
   codec_type?: string;
+  codec_name?: string;
   width?: number;
   height?: number;
   duration?: string;
@@ -18,7 +19,7 @@ interface FfprobeStream {
   disposition?: { attached_pic?: number };
 }
 interface FfprobeOutput {
-  format?: { format_name?: string; duration?: string };
+  format?: { format_name?: string; duration?: string; tags?: { major_brand?: string } };
   streams?: FfprobeStream[];
 }
 
@@ -110,15 +111,21 @@ function classify(output: FfprobeOutput): ProbeResult {
 
   const picture = type === 'video' || type === 'image' ? pictures[0] : undefined;
   const durationSeconds = type === 'image' ? undefined : duration(output);
+  const brand = output.format?.tags?.major_brand?.trim();
   return {
     type,
     formatName,
+    ...(brand && { brand }),
+    audioCodecs: streams.filter((s) => s.codec_type === 'audio').map(codecName),
+    videoCodecs: pictures.map(codecName),
     hasAudio,
     hasVideo,
     ...(durationSeconds !== undefined && { durationSeconds }),
     ...(picture?.width && picture.height && { width: picture.width, height: picture.height }),
   };
 }
+
+const codecName = (stream: FfprobeStream): string => stream.codec_name ?? 'unknown';
 
 /** A one-frame GIF still reports a frame delay as its duration, so for GIF the frame count alone decides. */
 function isSingleFrame(stream: FfprobeStream, formatName: string): boolean {
