@@ -1,0 +1,126 @@
+import { spawn } from 'node:child_process';
+import { open } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { AppError } from '../../domain/errors';
+
+/** What speech engines want: 16 kHz, mono, signed 16-bit little-endian PCM in a WAV file. */
+export const SPEECH_SAMPLE_RATE = 16_000;
+const BYTES_PER_SECOND = SPEECH_SAMPLE_RATE * 2;
+const MAX_STDERR_BYTES = 64 * 1024;
+
+export interface AudioChunkExtractor {
+  /**
+   * Writes `[startSeconds, startSeconds + seconds)` of the first audio stream of `input` to
+   * `output` as a speech WAV. Resolves the seconds of audio written (0 past the end), or
+   * 'no-audio-stream' when the file has none. Other failures are non-retriable AppErrors.
+   */
+  extract(
+    input: string,
+    output: string,
+    range: { startSeconds: number; seconds: number },
+    options?: { signal?: AbortSignal },
+  ): Promise<number | 'no-audio-stream'>;
+}
+
+/** AudioChunkExtractor on ffmpeg; the process is killed on timeout or abort. */
+export function createAudioChunkExtractor(options: { ffmpegPath: string; timeoutMs?: number }): AudioChunkExtractor {
+  const timeoutMs = options.timeoutMs ?? 120_000;
+  return {
+    async extract(input, output, range, extractOptions = {}) {
+      // Absolute paths are never read as options or protocols; the whitelist keeps playlists
+      // inside the file (HLS, concat) off the network.
+      const source = resolve(input);
+      const target = resolve(output);
+      const args = [
+        ...['-nostdin', '-hide_banner', '-loglevel', 'error', '-protocol_whitelist', 'file'],
+        // Input seeking: fast, and exact for audio since ffmpeg decodes from the previous key frame.
+        ...['-ss', range.startSeconds.toFixed(3), '-t', range.seconds.toFixed(3), '-i', source],
+        // bitexact and no metadata: a plain 44-byte header whatever the input carried.
+        ...['-map', '0:a:0', '-map_metadata', '-1', '-fflags', '+bitexact', '-vn', '-sn', '-dn'],
+        ...['-ac', '1', '-ar', String(SPEECH_SAMPLE_RATE), '-c:a', 'pcm_s16le', '-f', 'wav', '-y', target],
+      ];
+      const stderr = await runFfmpeg(options.ffmpegPath, args, timeoutMs, extractOptions.signal);
+      if (stderr === null) return 'no-audio-stream';
+      return wavDataSeconds(target);
+    },
+  };
+}
+
+/** Resolves null when ffmpeg reports that the input has no audio stream to map. */
+function runFfmpeg(bin: string, args: string[], timeoutMs: number, signal?: AbortSignal): Promise<string | null> {
+  signal?.throwIfAborted();
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    let settled = false;
+    // Settles once, always kills the child: a stuck ffmpeg must not outlive the transcription.
+    const finish = (err: Error | null, value: string | null = '') => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      if (err) reject(err);
+      else resolvePromise(value);
+    };
+    const onAbort = () => finish(abortError(signal));
+    const timer = setTimeout(
+      () =>
+        finish(
+          new AppError('invalid_input', `extracting audio from the media file took longer than ${timeoutMs / 1000} s`, {
+            retriable: false,
+          }),
+        ),
+      timeoutMs,
+    );
+    signal?.addEventListener('abort', onAbort, { once: true });
+    child.stderr.on('data', (chunk: Buffer) => {
+      if (stderr.length < MAX_STDERR_BYTES) stderr += chunk.toString('utf8');
+    });
+    child.on('error', (err) => finish(new AppError('internal_error', `cannot run ffmpeg at ${bin}: ${err.message}`)));
+    child.on('close', (code) => {
+      if (code === 0) finish(null, stderr);
+      // The one failure that is not a failure: a video without sound has no speech to transcribe.
+      else if (/matches no streams/.test(stderr)) finish(null, null);
+      else finish(new AppError('invalid_input', `cannot read the audio of the media file: ${firstLine(stderr)}`, { retriable: false }));
+    });
+  });
+}
+
+function abortError(signal: AbortSignal | undefined): Error {
+  const reason: unknown = signal?.reason;
+  return reason instanceof Error ? reason : new DOMException('the audio extraction was aborted', 'AbortError');
+}
+
+/** ffmpeg's first error line, without any server-side path it names. */
+function firstLine(stderr: string): string {
+  const line = stderr.split('\n').find((l) => l.trim() !== '') ?? 'unknown error';
+  return line.replace(/(^|\s)\/\S+: /, '$1').trim();
+}
+
+/** Seconds of 16 kHz mono 16-bit audio in a WAV file, from its `data` chunk's declared size. */
+export async function wavDataSeconds(path: string): Promise<number> {
+  const file = await open(path, 'r');
+  try {
+    const { size } = await file.stat();
+    const head = Buffer.alloc(Math.min(size, 4096));
+    await file.read(head, 0, head.length, 0);
+    const data = findDataChunk(head);
+    if (!data) throw new AppError('internal_error', 'ffmpeg wrote a WAV file without a data chunk');
+    // A size that runs past the file (a header never rewritten) is capped by what is there.
+    return Math.min(data.size, size - data.offset) / BYTES_PER_SECOND;
+  } finally {
+    await file.close();
+  }
+}
+
+function findDataChunk(head: Buffer): { offset: number; size: number } | undefined {
+  if (head.length < 12 || head.toString('latin1', 0, 4) !== 'RIFF' || head.toString('latin1', 8, 12) !== 'WAVE') return undefined;
+  for (let at = 12; at + 8 <= head.length;) {
+    const id = head.toString('latin1', at, at + 4);
+    const size = head.readUInt32LE(at + 4);
+    if (id === 'data') return { offset: at + 8, size };
+    at += 8 + size + (size % 2); // chunks are padded to an even length
+  }
+  return undefined;
+}
