@@ -107,7 +107,7 @@ function toAppError(err: unknown): AppError {
  * `invalid_input` answered with 415, as RFC 9110 §15.5.16 asks for a content coding or charset
  * the server does not take: the body may be fine, the way it was sent is not.
  */
-class UnsupportedMediaType extends AppError {
+export class UnsupportedMediaType extends AppError {
   override readonly status = 415;
   constructor(message: string) {
     super('invalid_input', message);
@@ -123,7 +123,8 @@ const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH']);
  * (RFC 8259 §8.1: JSON between systems is UTF-8). Decoding failures are the client's: an unknown
  * `Content-Encoding` is 415, a body that is not what its `Content-Encoding` says is 400.
  */
-export function jsonBody(limitBytes: number): Middleware {
+export function jsonBody(limitBytes: number, options: { readTimeoutMs?: number } = {}): Middleware {
+  const readTimeoutMs = options.readTimeoutMs ?? 60_000;
   const parse = bodyParser({
     enableTypes: ['json'],
     jsonLimit: limitBytes,
@@ -142,7 +143,9 @@ export function jsonBody(limitBytes: number): Middleware {
         throw new UnsupportedMediaType(`Content-Type charset ${charset} is not supported: send JSON as UTF-8`);
       }
     }
-    return parse(ctx, next);
+    // The server lets a request last long (uploads); a JSON body that trickles is cut here.
+    const timer = setTimeout(() => ctx.req.complete || ctx.req.destroy(), readTimeoutMs);
+    return parse(ctx, () => (clearTimeout(timer), next())).finally(() => clearTimeout(timer));
   };
 }
 

@@ -129,7 +129,8 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
   it('serves over an HTTP server with bounded timeouts and header count', () => {
     const server = createHttpServer(() => undefined);
     assert.equal(server.headersTimeout, 20_000);
-    assert.equal(server.requestTimeout, 60_000);
+    assert.equal(server.requestTimeout, 30 * 60_000, 'long enough for a one-shot upload');
+    assert.equal(server.timeout, 60_000, 'a silent connection is closed');
     assert.equal(server.keepAliveTimeout, 5_000);
     const count = server.maxHeadersCount ?? Infinity;
     assert.ok(count > 0 && count <= 200, String(count));
@@ -282,11 +283,28 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
         { project_name: 'x', add_media: { 'a.wav': { url, speed: 2 } } },
         /add_media\["a\.wav"\]\.speed/,
       ],
+      ['an upload item without file_size', { project_name: 'x', add_media: { 'a.wav': { content_type: 'audio/wav' } } }, /file_size/],
       [
-        'an upload item (not yet supported)',
-        { project_name: 'x', add_media: { 'a.wav': { content_type: 'audio/wav', file_size: 10 } } },
-        /upload items/,
+        'an upload item with a content_type that is no MIME type',
+        { project_name: 'x', add_media: { 'a.wav': { content_type: 'wav', file_size: 10 } } },
+        /content_type/,
       ],
+      [
+        'an upload item of no bytes',
+        { project_name: 'x', add_media: { 'a.wav': { content_type: 'audio/wav', file_size: 0 } } },
+        /file_size/,
+      ],
+      [
+        'an upload item over the size limit',
+        { project_name: 'x', add_media: { 'a.wav': { content_type: 'audio/wav', file_size: 1e12 } } },
+        /add_media\["a\.wav"\]\.file_size.*limit/,
+      ],
+      [
+        'a two-letter language that is not ISO 639-1',
+        { project_name: 'x', add_media: { 'a.wav': { url, language: 'xx' } } },
+        /add_media\["a\.wav"\]\.language.*ISO 639-1/,
+      ],
+      ['an upper-case language code', { project_name: 'x', add_media: { 'a.wav': { url, language: 'EN' } } }, /language/],
       ['an item with both url and tracks', { project_name: 'x', add_media: { 'a.wav': { url, tracks: [{ media: 'b' }] } } }, /exactly one/],
       ['a bad language code', { project_name: 'x', add_media: { 'a.wav': { url, language: 'english' } } }, /language/],
       [

@@ -58,7 +58,7 @@ const STORAGE_CODES = new Map([
  * Maps storage failures to a retriable `unavailable` error whose message names no server path
  * (the message can reach API users through a job result); the original stays as `cause`.
  */
-function storageFault(err: unknown): unknown {
+export function storageFault(err: unknown): unknown {
   const message = STORAGE_CODES.get((err as NodeJS.ErrnoException)?.code ?? '');
   if (!message) return err;
   return Object.assign(new AppError('unavailable', message, { retriable: true }), { cause: err });

@@ -1,0 +1,245 @@
+import Router from '@koa/router';
+import type { IncomingMessage } from 'node:http';
+import { Transform, type Readable } from 'node:stream';
+import type { Context } from 'koa';
+import type { Logger } from 'pino';
+import { signUrl, verifySignedUrl } from '../../lib/app/signed-urls';
+import { AppError, conflict, forbidden, invalidInput } from '../../lib/domain/errors';
+import { isUuid } from '../../lib/domain/ids';
+import { UnsupportedMediaType } from '../../lib/http/middleware';
+import type { Clock } from '../../lib/ports/clock';
+import type { UploadStore } from '../../lib/ports/upload-store';
+
+/**
+ * PUT {base_url}/uploads/{asset_id}?<signed params>: direct uploads with the resumable-upload
+ * semantics of Google Cloud Storage (which Mux direct uploads use). The signed URL is the only
+ * credential. Without Content-Range the body is the whole file; with `bytes a-b/total` it is a
+ * part; `bytes *\/total` with no body asks how far the upload is. An unfinished upload answers 308
+ * with `Range: bytes=0-<n-1>` (none when nothing arrived), a finished one 200 `{asset_id, size}`.
+ * Like GCS, a part may start before the end of what arrived (a retry whose answer was lost: the
+ * bytes already held are skipped unchecked); one starting beyond it is refused.
+ */
+
+export const UPLOAD_URL_TTL_MS = 3 * 60 * 60 * 1000;
+const UPLOADS_PATH = '/uploads';
+
+export type UploadParams = {
+  readonly asset_id: string;
+  readonly job_id: string;
+  readonly drive_id: string;
+  readonly project_id: string;
+  readonly media_ref: string;
+  readonly content_type: string;
+  readonly file_size: number;
+  /** Further signed params the URL was made with (artifact_id…), returned as they were signed. */
+  readonly extra: Readonly<Record<string, string>>;
+};
+
+export type UploadRouteDeps = {
+  secret: string;
+  clock: Clock;
+  uploads: UploadStore;
+  /** The blob key the finished file moves to; should be the same for the same params. */
+  blobKeyFor: (params: UploadParams) => string;
+  /** Tells the job; idempotent. Called again by a later PUT if it failed, and never after it succeeded. */
+  recordUpload: (params: UploadParams, upload: { blobKey: string; size: number }) => Promise<void>;
+  logger?: Logger;
+  /** Where {base_url} is mounted; `/v1` unless told. */
+  prefix?: string;
+};
+
+const FIXED = ['job_id', 'drive_id', 'project_id', 'media_ref', 'content_type', 'file_size'] as const;
+
+/** The upload URL for one upload item: valid until `expiresAt` (3 hours from acceptance by the spec). */
+export function uploadUrl(
+  baseUrl: string,
+  params: Omit<UploadParams, 'extra'> & { extra?: Record<string, string> },
+  options: { secret: string; expiresAt: Date },
+): string {
+  if (!isUuid(params.asset_id)) throw new Error(`asset_id must be a UUID: ${params.asset_id}`);
+  if (!Number.isSafeInteger(params.file_size) || params.file_size <= 0)
+    throw new Error(`file_size must be a positive integer: ${params.file_size}`);
+  const extra = params.extra ?? {};
+  for (const name of [...FIXED, 'asset_id'])
+    if (Object.hasOwn(extra, name)) throw new Error(`extra param ${name} would shadow a fixed one`);
+  const signed = { ...extra, ...Object.fromEntries(FIXED.map((name) => [name, String(params[name])])) };
+  return signUrl(baseUrl, `${UPLOADS_PATH}/${params.asset_id.toLowerCase()}`, signed, options);
+}
+
+export function createUploadRoutes(deps: UploadRouteDeps): Router {
+  const router = new Router({ prefix: deps.prefix ?? '/v1', sensitive: true });
+  router.put(`${UPLOADS_PATH}/:asset_id`, async (ctx) => {
+    try {
+      await put(deps, ctx, authorise(deps, ctx, ctx.params.asset_id));
+    } finally {
+      // An unread body must not be drained into the next request: close instead.
+      if (!ctx.req.complete) ctx.set('Connection', 'close');
+    }
+  });
+  return router;
+}
+
+type Part = { kind: 'whole' } | { kind: 'query' } | { kind: 'part'; first: number; last: number };
+
+async function put(deps: UploadRouteDeps, ctx: Context, params: UploadParams): Promise<void> {
+  const total = params.file_size;
+  const part = parseContentRange(ctx.get('content-range'), total);
+  if (part.kind === 'query' && (ctx.request.length ?? 0) > 0) {
+    throw invalidInput('Content-Range bytes */<total> asks for progress: send it without a body');
+  }
+  if (part.kind !== 'query') checkBodyHeaders(ctx);
+
+  const state = await deps.uploads.received(params.asset_id);
+  if (state.complete) {
+    if (!state.recorded) await record(deps, ctx, params, state.blobKey!, state.bytes);
+    if (part.kind === 'query') return answerComplete(ctx, params, state.bytes);
+    throw conflict(`the upload of ${params.media_ref} is already complete (${state.bytes} bytes)`, 'complete');
+  }
+  const [first, last] = part.kind === 'part' ? [part.first, part.last] : [0, total - 1];
+  const length = ctx.request.length;
+  if (part.kind === 'whole' && length !== undefined && length > total) throw tooLarge(part, total);
+  if (part.kind === 'part' && length !== undefined && length !== last - first + 1) {
+    throw invalidInput(`Content-Length ${length} does not match Content-Range bytes ${first}-${last}/${total} (${last - first + 1} bytes)`);
+  }
+  if (part.kind === 'query' || last < state.bytes) {
+    // Nothing new to write (a status query, or a retried part that is already held).
+    return state.bytes === total ? finish(deps, ctx, params) : resumeIncomplete(ctx, state.bytes);
+  }
+  if (first > state.bytes) {
+    setRange(ctx, state.bytes);
+    throw conflict(`the upload has ${state.bytes} bytes, this part starts at ${first}: continue at ${state.bytes}`, 'incomplete');
+  }
+
+  let bytes: number;
+  try {
+    const body = requestBody(ctx.req, state.bytes - first);
+    ({ bytes } = await deps.uploads.append(params.asset_id, state.bytes, body, { total, length: last + 1 - state.bytes }));
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'payload_too_large') throw tooLarge(part, total);
+    if (err instanceof AppError && err.code === 'conflict') setRange(ctx, (await deps.uploads.received(params.asset_id)).bytes);
+    throw err;
+  }
+  if (bytes === total) return finish(deps, ctx, params);
+  if (part.kind === 'part') return resumeIncomplete(ctx, bytes);
+  // A whole-file body that ended short: its bytes are kept, so the rest can follow as a part.
+  setRange(ctx, bytes);
+  throw invalidInput(
+    `the body ended after ${bytes} of the file_size of ${total} bytes: send the rest with Content-Range: bytes ${bytes}-${total - 1}/${total}`,
+  );
+}
+
+async function finish(deps: UploadRouteDeps, ctx: Context, params: UploadParams): Promise<void> {
+  const blobKey = deps.blobKeyFor(params);
+  const { size } = await deps.uploads.complete(params.asset_id, blobKey);
+  await record(deps, ctx, params, blobKey, size);
+  logOf(deps, ctx)?.info({ asset_id: params.asset_id, job_id: params.job_id, size }, 'upload complete');
+  answerComplete(ctx, params, size);
+}
+
+async function record(deps: UploadRouteDeps, ctx: Context, params: UploadParams, blobKey: string, size: number): Promise<void> {
+  try {
+    await deps.recordUpload(params, { blobKey, size });
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    logOf(deps, ctx)?.error({ err, asset_id: params.asset_id, job_id: params.job_id }, 'upload stored but not recorded');
+    throw new AppError('unavailable', 'the file is stored but its job could not be told yet; retry the request', { retriable: true });
+  }
+  await deps.uploads.markRecorded(params.asset_id);
+}
+
+function authorise(deps: UploadRouteDeps, ctx: Context, assetId: string): UploadParams {
+  const verdict = verifySignedUrl(`${UPLOADS_PATH}/${assetId}`, ctx.querystring, { secret: deps.secret, now: deps.clock.now() });
+  if (verdict.ok) {
+    const params = paramsOf(assetId, verdict.params);
+    if (params) return params;
+  } else if (verdict.reason === 'expired') {
+    throw forbidden(`the upload URL expired at ${verdict.expiresAt.toISOString()}`);
+  }
+  throw forbidden('the upload URL is not valid: its signature does not match its path and parameters');
+}
+
+function paramsOf(assetId: string, signed: Record<string, string>): UploadParams | null {
+  const fileSize = Number(signed.file_size);
+  if (!isUuid(assetId) || !Number.isSafeInteger(fileSize) || fileSize <= 0 || FIXED.some((name) => signed[name] === undefined)) return null;
+  const extra = Object.fromEntries(Object.entries(signed).filter(([name]) => !(FIXED as readonly string[]).includes(name)));
+  const { job_id, drive_id, project_id, media_ref, content_type } = signed;
+  return { asset_id: assetId.toLowerCase(), job_id, drive_id, project_id, media_ref, content_type, file_size: fileSize, extra };
+}
+
+const PART = /^bytes (\d{1,15})-(\d{1,15})\/(\d{1,15}|\*)$/i;
+const QUERY = /^bytes \*\/(\d{1,15}|\*)$/i;
+
+function parseContentRange(header: string, total: number): Part {
+  const text = header.trim();
+  if (!text) return { kind: 'whole' };
+  const query = QUERY.exec(text);
+  const part = query ? null : PART.exec(text);
+  if (!query && !part) {
+    throw invalidInput(
+      `Content-Range ${JSON.stringify(text.slice(0, 80))} is malformed: expected bytes <first>-<last>/<total> or bytes */<total>`,
+    );
+  }
+  const declared = (query ?? part)![query ? 1 : 3];
+  if (declared !== '*' && Number(declared) !== total)
+    throw invalidInput(`Content-Range total ${declared} differs from the file_size of ${total} bytes`);
+  if (query) return { kind: 'query' };
+  const [first, last] = [Number(part![1]), Number(part![2])];
+  if (first > last || last >= total)
+    throw invalidInput(`Content-Range bytes ${first}-${last} is not a range within the file_size of ${total} bytes`);
+  return { kind: 'part', first, last };
+}
+
+function checkBodyHeaders(ctx: Context): void {
+  const type = (ctx.get('content-type').split(';')[0] ?? '').trim().toLowerCase();
+  if (type !== 'application/octet-stream') {
+    throw new UnsupportedMediaType(
+      `Content-Type must be application/octet-stream${type ? `, not ${type}` : ''}: send the file's raw bytes`,
+    );
+  }
+  const coding = ctx.get('content-encoding').trim().toLowerCase();
+  if (coding && coding !== 'identity')
+    throw new UnsupportedMediaType(`Content-Encoding ${coding} is not supported: send the file's bytes as they are`);
+}
+
+const tooLarge = (part: Part, total: number) =>
+  part.kind === 'part'
+    ? new AppError('payload_too_large', `the body is longer than its Content-Range bytes ${part.first}-${part.last} declares`)
+    : new AppError('payload_too_large', `the body is larger than the upload's file_size of ${total} bytes`);
+
+/**
+ * The request body from byte `skip` on, as a stream of its own: the store destroys it on a
+ * refusal, which must not destroy the request (the answer still goes out on its socket).
+ */
+function requestBody(req: IncomingMessage, skip: number): Readable {
+  let toSkip = skip;
+  const body = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      const rest = toSkip > 0 ? chunk.subarray(Math.min(toSkip, chunk.length)) : chunk;
+      toSkip -= chunk.length - rest.length;
+      done(null, rest.length > 0 ? rest : undefined);
+    },
+  });
+  const cut = () => {
+    if (!req.complete) body.destroy(invalidInput('the request body was cut off before it ended'));
+  };
+  req.once('aborted', cut).on('error', cut).once('close', cut);
+  req.pipe(body);
+  return body;
+}
+
+function answerComplete(ctx: Context, params: UploadParams, size: number): void {
+  ctx.status = 200;
+  ctx.body = { asset_id: params.asset_id, size };
+}
+
+function resumeIncomplete(ctx: Context, bytes: number): void {
+  ctx.body = null; // an empty body, not Koa's status text
+  ctx.status = 308;
+  setRange(ctx, bytes);
+}
+
+function setRange(ctx: Context, bytes: number): void {
+  if (bytes > 0) ctx.set('Range', `bytes=0-${bytes - 1}`);
+}
+
+const logOf = (deps: UploadRouteDeps, ctx: Context): Logger | undefined => (ctx.state as { log?: Logger }).log ?? deps.logger;

@@ -1,0 +1,395 @@
+import assert from 'node:assert/strict';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createReadStream, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { Agent, request, type IncomingHttpHeaders, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import Koa from 'koa';
+import pino from 'pino';
+import { createLocalBlobStore } from '../../lib/adapters/local/blob-store';
+import { createLocalUploadStore } from '../../lib/adapters/local/upload-store';
+import type { AppError } from '../../lib/domain/errors';
+import { createHttpServer } from '../../lib/http/listen';
+import { errorHandler, notFoundFallback, requestContext } from '../../lib/http/middleware';
+import { createUploadRoutes, uploadUrl, UPLOAD_URL_TTL_MS, type UploadParams } from '../../services/command-api/uploads';
+import { failOnUncaughtException, waitFor } from '../fixtures/wait';
+
+type Reply = { status: number; headers: IncomingHttpHeaders; body: any };
+type Body = Buffer | Readable | undefined;
+const MB = 1024 * 1024;
+const OCTETS = { 'Content-Type': 'application/octet-stream' };
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+/** A PUT over a fresh connection; `sent` lets a test hold the request open. */
+function put(url: string, headers: Record<string, string | number>, body?: Body): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'PUT', headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c)).on('error', reject);
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString();
+        resolve({ status: res.statusCode!, headers: res.headers, body: text ? JSON.parse(text) : null });
+      });
+    });
+    req.on('error', reject);
+    if (body instanceof Readable) body.pipe(req);
+    else req.end(body);
+  });
+}
+
+describe('Direct uploads: PUT /v1/uploads/:asset_id (signed, resumable)', function () {
+  this.timeout(60_000);
+  failOnUncaughtException();
+  const secret = 'integration-test-secret';
+  let dir: string;
+  let server: Server;
+  let base: string;
+  let now: Date;
+  let recorded: { params: UploadParams; blobKey: string; size: number }[];
+  let failRecording: number;
+  let calls: number;
+  const blobs = () => createLocalBlobStore({ root: join(dir, 'blobs') });
+  const stagingRoot = () => blobs().localPath('uploads');
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'uploads-'));
+    const store = blobs();
+    const uploads = createLocalUploadStore({ root: stagingRoot(), localPath: store.localPath });
+    const routes = createUploadRoutes({
+      secret,
+      clock: { now: () => now },
+      uploads,
+      blobKeyFor: (p) => `${p.drive_id}/${p.project_id}/${p.asset_id}.bin`,
+      recordUpload: async (params, { blobKey, size }) => {
+        calls++;
+        if (failRecording-- > 0) throw new Error('event store unreachable');
+        recorded.push({ params, blobKey, size });
+      },
+    });
+    const app = new Koa();
+    app.silent = true;
+    app.use(requestContext(pino({ level: 'silent' })));
+    app.use(errorHandler());
+    app.use(routes.routes());
+    app.use(notFoundFallback());
+    server = createHttpServer(app.callback());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
+  });
+  after(async () => {
+    await new Promise((resolve) => server.close(resolve));
+    rmSync(dir, { recursive: true, force: true });
+  });
+  beforeEach(() => {
+    now = new Date('2025-03-01T10:00:00Z');
+    recorded = [];
+    failRecording = 0;
+    calls = 0;
+  });
+
+  const newUpload = (fileSize: number, overrides: Partial<UploadParams> = {}) => {
+    const params = {
+      asset_id: randomUUID(),
+      job_id: 'project-media-import-0c9d6f3e-6a57-4f44-9a59-2f3b1a0f2d11',
+      drive_id: randomUUID(),
+      project_id: randomUUID(),
+      media_ref: 'Interview #1 & more.mp4',
+      content_type: 'video/mp4',
+      file_size: fileSize,
+      ...overrides,
+    };
+    const url = uploadUrl(
+      base,
+      { ...params, extra: { artifact_id: 'art-1' } },
+      { secret, expiresAt: new Date(now.getTime() + UPLOAD_URL_TTL_MS) },
+    );
+    return { ...params, url, key: `${params.drive_id}/${params.project_id}/${params.asset_id}.bin` };
+  };
+  const stored = (key: string) =>
+    new Promise<string>((resolve, reject) => {
+      const hash = createHash('sha256');
+      createReadStream(blobs().localPath(key))
+        .on('error', reject)
+        .on('data', (c) => hash.update(c))
+        .on('end', () => resolve(hash.digest('hex')));
+    });
+  const part = (first: number, last: number, total: number) => ({ ...OCTETS, 'Content-Range': `bytes ${first}-${last}/${total}` });
+  const progress = (url: string, total: number) => put(url, { 'Content-Range': `bytes */${total}` });
+  const expectError = (res: Reply, status: number, error: string, message: RegExp) => {
+    assert.equal(res.status, status, JSON.stringify(res.body));
+    assert.equal(res.body.error, error);
+    assert.match(res.body.message, message);
+  };
+
+  it('stores a one-shot upload byte for byte, records it once, and then reports it complete', async () => {
+    const file = randomBytes(3 * MB + 17);
+    const u = newUpload(file.length);
+    const res = await put(u.url, { ...OCTETS, 'Content-Length': file.length }, file);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual(res.body, { asset_id: u.asset_id, size: file.length });
+    assert.equal(await stored(u.key), sha256(file));
+    assert.equal(recorded.length, 1);
+    const { url: _url, key, ...params } = u;
+    assert.deepEqual(recorded[0], { params: { ...params, extra: { artifact_id: 'art-1' } }, blobKey: key, size: file.length });
+    assert.equal(existsSync(join(stagingRoot(), `${u.asset_id}.part`)), false);
+    const again = await progress(u.url, file.length);
+    assert.deepEqual([again.status, again.body], [200, { asset_id: u.asset_id, size: file.length }]);
+    assert.equal(calls, 1);
+  });
+
+  it('resumes in three parts with status queries between them, skipping re-sent bytes and refusing gaps', async () => {
+    const file = randomBytes(5 * MB + 123);
+    const total = file.length;
+    const u = newUpload(total);
+    const first = await progress(u.url, total);
+    assert.deepEqual([first.status, first.headers.range], [308, undefined]);
+
+    const one = await put(u.url, part(0, 2 * MB - 1, total), file.subarray(0, 2 * MB));
+    assert.deepEqual([one.status, one.headers.range, one.body], [308, `bytes=0-${2 * MB - 1}`, null]);
+    const asked = await progress(u.url, total);
+    assert.deepEqual([asked.status, asked.headers.range], [308, `bytes=0-${2 * MB - 1}`]);
+
+    const gap = await put(u.url, part(3 * MB, total - 1, total), file.subarray(3 * MB));
+    expectError(gap, 409, 'conflict', /has 2097152 bytes.*continue at 2097152/);
+    assert.deepEqual([gap.body.state, gap.headers.range], ['incomplete', `bytes=0-${2 * MB - 1}`]);
+
+    // A retry that overlaps what is held (its first answer was lost): only the new bytes count.
+    const two = await put(u.url, part(MB, 4 * MB - 1, total), file.subarray(MB, 4 * MB));
+    assert.deepEqual([two.status, two.headers.range], [308, `bytes=0-${4 * MB - 1}`]);
+    const held = await put(u.url, part(0, MB - 1, total), file.subarray(0, MB));
+    assert.deepEqual([held.status, held.headers.range], [308, `bytes=0-${4 * MB - 1}`]);
+
+    const three = await put(u.url, part(4 * MB, total - 1, total), file.subarray(4 * MB));
+    assert.deepEqual([three.status, three.body], [200, { asset_id: u.asset_id, size: total }]);
+    assert.equal(await stored(u.key), sha256(file));
+    assert.equal(recorded.length, 1);
+  });
+
+  it('refuses a body larger than file_size (413) and keeps nothing of it', async () => {
+    const u = newUpload(MB);
+    const declared = await put(u.url, { ...OCTETS, 'Content-Length': MB + 1 }, randomBytes(MB + 1));
+    expectError(declared, 413, 'payload_too_large', /file_size of 1048576 bytes/);
+
+    // Without Content-Length the server finds out while reading: it answers and stops reading.
+    let generated = 0;
+    const endless = Readable.from(
+      (function* () {
+        for (;;) {
+          generated += 64 * 1024;
+          yield Buffer.alloc(64 * 1024, 7);
+        }
+      })(),
+    );
+    // Keep-alive, so that only the server's own `Connection: close` can end the connection.
+    const agent = new Agent({ keepAlive: true });
+    const req = request(u.url, { method: 'PUT', headers: OCTETS, agent });
+    req.on('error', () => undefined); // the server closes the connection on us: that is the point
+    let closed = false;
+    req.on('close', () => (closed = true));
+    const res = await new Promise<{ statusCode?: number }>((resolve) => {
+      req.on('response', resolve);
+      endless.pipe(req);
+    });
+    assert.equal(res.statusCode, 413);
+    // Promptly: not left to the server's 5 s keep-alive timeout, with the body stalled meanwhile.
+    await waitFor(() => closed, { timeoutMs: 2000, what: 'the server to close the connection' });
+    endless.destroy();
+    agent.destroy();
+    assert.ok(generated < MB + 64 * MB, `the server stopped reading (${generated} bytes generated)`);
+
+    const after = await progress(u.url, MB);
+    assert.deepEqual([after.status, after.headers.range], [308, undefined]);
+    assert.equal(calls, 0);
+  });
+
+  it('refuses a part longer than its Content-Range, keeping the parts before it', async () => {
+    const file = randomBytes(2 * MB);
+    const u = newUpload(file.length);
+    assert.equal((await put(u.url, part(0, MB - 1, file.length), file.subarray(0, MB))).status, 308);
+    // Streamed (no Content-Length), so only the bytes themselves show it is too long.
+    const long = await put(u.url, part(MB, MB + 9, file.length), Readable.from([file.subarray(MB, MB + 20)]));
+    expectError(long, 413, 'payload_too_large', /Content-Range bytes 1048576-1048585/);
+    const after = await progress(u.url, file.length);
+    assert.equal(after.headers.range, `bytes=0-${MB - 1}`);
+  });
+
+  it('keeps a whole-file body that ended short (400 naming file_size) so the rest can follow as a part', async () => {
+    const file = randomBytes(2 * MB);
+    const u = newUpload(file.length);
+    const short = await put(u.url, OCTETS, Readable.from([file.subarray(0, MB)]));
+    expectError(
+      short,
+      400,
+      'invalid_input',
+      /ended after 1048576 of the file_size of 2097152 bytes: send the rest with Content-Range: bytes 1048576-2097151\/2097152/,
+    );
+    assert.equal(short.headers.range, `bytes=0-${MB - 1}`);
+    const rest = await put(u.url, part(MB, 2 * MB - 1, file.length), file.subarray(MB));
+    assert.equal(rest.status, 200);
+    assert.equal(await stored(u.key), sha256(file));
+  });
+
+  it('refuses tampered and expired URLs with 403 forbidden, and keeps nothing', async () => {
+    const u = newUpload(16);
+    const body = randomBytes(16);
+    const tampered = new URL(u.url);
+    tampered.searchParams.set('file_size', '17');
+    expectError(await put(tampered.href, OCTETS, body), 403, 'forbidden', /signature does not match/);
+    const otherAsset = u.url.replace(u.asset_id, randomUUID());
+    expectError(await put(otherAsset, OCTETS, body), 403, 'forbidden', /not valid/);
+    expectError(await put(u.url.replace(/signature=[^&]+/, 'signature=abc'), OCTETS, body), 403, 'forbidden', /not valid/);
+    expectError(await put(u.url.split('?')[0], OCTETS, body), 403, 'forbidden', /not valid/);
+
+    now = new Date(now.getTime() + UPLOAD_URL_TTL_MS);
+    expectError(await put(u.url, OCTETS, body), 403, 'forbidden', /expired at 2025-03-01T13:00:00.000Z/);
+    now = new Date(now.getTime() - 1000);
+    const status = await progress(u.url, 16);
+    assert.deepEqual([status.status, status.headers.range], [308, undefined]);
+  });
+
+  it('refuses a PUT after completion with 409 conflict (state complete), re-sent or not', async () => {
+    const file = randomBytes(1000);
+    const u = newUpload(file.length);
+    assert.equal((await put(u.url, OCTETS, file)).status, 200);
+    const again = await put(u.url, OCTETS, file);
+    expectError(again, 409, 'conflict', /already complete/);
+    assert.equal(again.body.state, 'complete');
+    expectError(await put(u.url, part(0, 99, 1000), file.subarray(0, 100)), 409, 'conflict', /already complete/);
+    assert.equal(await stored(u.key), sha256(file));
+  });
+
+  it('refuses a body not sent as application/octet-stream (415), and a malformed Content-Range (400)', async () => {
+    const u = newUpload(10);
+    const body = Buffer.from('0123456789');
+    expectError(
+      await put(u.url, { 'Content-Type': 'video/mp4' }, body),
+      415,
+      'invalid_input',
+      /Content-Type must be application\/octet-stream, not video\/mp4/,
+    );
+    expectError(await put(u.url, {}, body), 415, 'invalid_input', /Content-Type/);
+    expectError(await put(u.url, { ...OCTETS, 'Content-Encoding': 'gzip' }, body), 415, 'invalid_input', /Content-Encoding gzip/);
+    for (const range of ['bytes 0-4', 'bytes=0-4/10', 'bytes 5-4/10', 'bytes 0-10/10', 'items 0-4/10']) {
+      expectError(await put(u.url, { ...OCTETS, 'Content-Range': range }, body.subarray(0, 5)), 400, 'invalid_input', /Content-Range/);
+    }
+    expectError(
+      await put(u.url, part(0, 4, 11), body.subarray(0, 5)),
+      400,
+      'invalid_input',
+      /Content-Range total 11 differs from the file_size of 10/,
+    );
+    expectError(await put(u.url, part(0, 4, 10), body), 400, 'invalid_input', /Content-Length 10 does not match Content-Range/);
+    const status = await progress(u.url, 10);
+    assert.deepEqual([status.status, status.headers.range], [308, undefined]);
+  });
+
+  it('resumes from the reported Range after a client disconnects mid-part; a second PUT meanwhile is refused', async () => {
+    const file = randomBytes(8 * MB);
+    const total = file.length;
+    const u = newUpload(total);
+    assert.equal((await put(u.url, part(0, MB - 1, total), file.subarray(0, MB))).status, 308);
+
+    const req = request(u.url, { method: 'PUT', headers: { ...part(MB, total - 1, total), 'Content-Length': total - MB }, agent: false });
+    req.on('error', () => undefined);
+    req.write(file.subarray(MB, 3 * MB));
+    const staged = join(stagingRoot(), `${u.asset_id}.part`);
+    await waitFor(() => statSync(staged).size === 3 * MB, { what: 'the first 3 MB on disk' });
+
+    // While that part is being received: progress excludes it, and a competing part is refused.
+    assert.equal((await progress(u.url, total)).headers.range, `bytes=0-${MB - 1}`);
+    const rival = await put(u.url, part(MB, 2 * MB - 1, total), file.subarray(MB, 2 * MB));
+    expectError(rival, 409, 'conflict', /still being received/);
+    assert.equal(rival.body.state, 'uploading');
+
+    req.destroy();
+    const reported = await waitFor(
+      async () => {
+        const res = await progress(u.url, total);
+        return res.headers.range === `bytes=0-${3 * MB - 1}` ? res : null;
+      },
+      { what: 'the cut-off part to be kept' },
+    );
+    assert.equal(reported.status, 308);
+    const next = Number(/bytes=0-(\d+)/.exec(reported.headers.range as string)![1]) + 1;
+    const rest = await put(u.url, part(next, total - 1, total), file.subarray(next));
+    assert.equal(rest.status, 200, JSON.stringify(rest.body));
+    assert.equal(await stored(u.key), sha256(file));
+  });
+
+  it('streams a 200 MB body to disk without holding it in memory', async () => {
+    const total = 200 * MB;
+    const u = newUpload(total);
+    const hash = createHash('sha256');
+    const source = Readable.from(
+      (function* () {
+        for (let i = 0; i < total / MB; i++) {
+          const chunk = Buffer.allocUnsafe(MB).fill(i % 251);
+          chunk.writeUInt32BE(i);
+          hash.update(chunk);
+          yield chunk;
+        }
+      })(),
+      { highWaterMark: 1 }, // the client side of this test must not buffer either
+    );
+    // What is retained, not garbage waiting for V8's external-memory threshold (tens of MB).
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const used = () => {
+      gc();
+      const m = process.memoryUsage();
+      return m.heapUsed + m.arrayBuffers;
+    };
+    const baseline = used();
+    let peak = baseline;
+    const sampler = setInterval(() => (peak = Math.max(peak, used())), 50);
+    try {
+      const res = await put(u.url, { ...OCTETS, 'Content-Length': total }, source);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+    } finally {
+      clearInterval(sampler);
+    }
+    const growth = peak - baseline;
+    assert.ok(growth < 64 * MB, `heap + buffers grew by ${Math.round(growth / MB)} MB for a ${total / MB} MB body`);
+    assert.equal(await stored(u.key), hash.digest('hex'));
+  });
+
+  it('records a completed upload exactly once, even when the final PUT is retried', async () => {
+    const file = randomBytes(2 * MB);
+    const u = newUpload(file.length);
+    assert.equal((await put(u.url, part(0, MB - 1, file.length), file.subarray(0, MB))).status, 308);
+    const last = () => put(u.url, part(MB, 2 * MB - 1, file.length), file.subarray(MB));
+    assert.equal((await last()).status, 200);
+    expectError(await last(), 409, 'conflict', /already complete/);
+    assert.equal(recorded.length, 1);
+    assert.equal(calls, 1);
+  });
+
+  it('maps a storage fault to a retriable 503 that names no server path', async () => {
+    writeFileSync(join(dir, 'not-a-folder'), '');
+    const broken = createLocalUploadStore({ root: join(dir, 'not-a-folder', 'uploads'), localPath: blobs().localPath });
+    const err = await broken.append(randomUUID(), 0, Readable.from([Buffer.from('abc')]), { total: 3 }).then(
+      () => assert.fail('appended into a file'),
+      (e: AppError) => e,
+    );
+    assert.deepEqual([err.code, err.status, err.retriable], ['unavailable', 503, true]);
+    assert.equal(err.message, 'media storage is misconfigured (a file stands where a folder should be)');
+    assert.match(String((err.cause as Error).message), /not-a-folder/);
+  });
+
+  it('fails the final PUT with 503 when recording fails, and records on the retry', async () => {
+    const file = randomBytes(MB);
+    const u = newUpload(file.length);
+    failRecording = 1;
+    expectError(await put(u.url, OCTETS, file), 503, 'unavailable', /retry/);
+    assert.equal(recorded.length, 0);
+    assert.equal(await stored(u.key), sha256(file)); // the bytes are safe meanwhile
+
+    const retried = await put(u.url, OCTETS, file);
+    expectError(retried, 409, 'conflict', /already complete/);
+    assert.equal(recorded.length, 1);
+    assert.deepEqual([(await progress(u.url, file.length)).status, calls], [200, 2]);
+  });
+});
