@@ -1,8 +1,7 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { openEventStore, openReadStore, openUrlRefusal } from '../lib/adapters/from-config';
+import { openEventStore, openReadStore } from '../lib/adapters/from-config';
 import { httpCommon } from '../lib/adapters/http-common';
-import { randomIds, systemClock } from '../lib/adapters/system/clock';
 import { createBalanceReader } from '../lib/app/balance';
 import { ConfigError } from '../lib/config';
 import { routeByMethod } from '../lib/http/gateway';
@@ -13,6 +12,7 @@ import { runService } from '../lib/run-service';
 import { supervise } from '../lib/supervise';
 import { createApp as createCommandApp } from '../services/command-api/app';
 import { createApp as createQueryApp } from '../services/query-api/app';
+import { commandDeps } from '../services/command-api/from-config';
 
 /**
  * All-in-one composition root (`npm start`): command-api and query-api on one port in this
@@ -36,11 +36,7 @@ runService('serve', async (config, logger) => {
   };
   const commandApp = createCommandApp({
     ...shared,
-    store,
-    clock: systemClock,
-    ids: randomIds,
-    webUrl: config.webUrl,
-    urlRefusal: openUrlRefusal(config),
+    ...commandDeps(config, store),
     balance: createBalanceReader({ store, read: readSide.read }),
   });
   const queryApp = createQueryApp({ ...shared, read: readSide.read, store });

@@ -77,6 +77,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       OUTBOUND_ALLOWLIST: allowlist({ default: [] }),
       SIGNING_SECRET: str({ default: undefined }),
       DOWNLOAD_URL_TTL: duration({ default: 3600 }),
+      UPLOAD_URL_TTL: duration({ default: 3 * 3600 }),
       RATE_LIMIT_PER_MINUTE: positiveInt({ default: 600 }),
       WEBHOOK_RETRY_SCHEDULE: durationList({ default: undefined }),
       LOG_LEVEL: str({ choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' }),
@@ -99,6 +100,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
   if (raw.TRANSCRIBER === 'openai' && !raw.TRANSCRIBER_URL) {
     throw new ConfigError('invalid configuration: TRANSCRIBER_URL: required when TRANSCRIBER=openai');
   }
+  if (raw.SIGNING_SECRET !== undefined && raw.SIGNING_SECRET.length < 16) {
+    throw new ConfigError('invalid configuration: SIGNING_SECRET: must be at least 16 characters (32 random bytes recommended)');
+  }
   const port_ = raw.PORT;
   return {
     port: port_,
@@ -113,6 +117,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     outboundAllowlist: raw.OUTBOUND_ALLOWLIST,
     signingSecret: raw.SIGNING_SECRET,
     downloadUrlTtlSeconds: raw.DOWNLOAD_URL_TTL,
+    uploadUrlTtlSeconds: raw.UPLOAD_URL_TTL,
     rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE,
     webhookRetryScheduleSeconds: raw.WEBHOOK_RETRY_SCHEDULE,
     logLevel: raw.LOG_LEVEL,

@@ -1,7 +1,8 @@
 import { EventStoreDBClient } from '@eventstore/db-client';
 import { Kafka, logLevel } from 'kafkajs';
 import { MongoClient } from 'mongodb';
-import { mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterMongo, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -23,6 +24,7 @@ import { createAvroCodec } from './kafka/avro-codec';
 import { deadLetterTopicOf, withDeadLetterTopic } from './kafka/dead-letter-topic';
 import { createKafkaEventLog, createKafkaProducer, ensureTopic } from './kafka/event-log';
 import { createLocalBlobStore } from './local/blob-store';
+import { createTranscriber } from './transcriber/from-config';
 import { createMongoDeadLetterStore } from './mongodb/dead-letters';
 import { createMongoReadStore } from './mongodb/read-store';
 
@@ -113,12 +115,42 @@ export function openRateLimiter(config: Config, mongo?: MongoClient): RateLimite
 }
 
 export function openMedia(config: Config) {
-  const { ffprobe } = resolveFfmpegPaths();
+  const { ffmpeg, ffprobe } = resolveFfmpegPaths();
   return {
-    blobs: createLocalBlobStore({ root: join(config.dataDir, 'blobs'), maxBytes: config.mediaMaxBytes }),
+    blobs: openBlobStore(config),
     prober: createFfprobeProber({ ffprobePath: ffprobe }),
     fetcher: createOutboundFetcher({ allowlist: config.outboundAllowlist, userAgent: 'Servicebot/1.0' }),
+    transcriber: createTranscriber(config.transcriber, { ffmpegPath: ffmpeg }),
   };
+}
+
+/** Media blobs: a folder under DATA_DIR (a volume every service mounts in the distributed mode). */
+export const openBlobStore = (config: Config) =>
+  createLocalBlobStore({ root: join(config.dataDir, 'blobs'), maxBytes: config.mediaMaxBytes });
+
+/**
+ * The key of signed URLs: SIGNING_SECRET, else one made on first start and kept in
+ * DATA_DIR/signing.key, so URLs stay valid across restarts of the all-in-one service. Services
+ * that run apart must share SIGNING_SECRET (the compose file sets it).
+ */
+export function openSigningSecret(config: Config): string {
+  if (config.signingSecret) return config.signingSecret;
+  const path = join(config.dataDir, 'signing.key');
+  try {
+    return readFileSync(path, 'utf8').trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  mkdirSync(config.dataDir, { recursive: true });
+  const secret = randomBytes(32).toString('base64url');
+  try {
+    writeFileSync(path, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+    return secret;
+  } catch (err) {
+    // Another process of this DATA_DIR made it first: theirs is the one.
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return readFileSync(path, 'utf8').trim();
+    throw err;
+  }
 }
 
 /** The command API's early check of media and callback URLs against the outbound guard. */

@@ -1,5 +1,6 @@
 import { invalidInput } from '../domain/errors';
-import type { ImportMediaItem, ImportPlan } from '../domain/import';
+import type { ImportMediaItem, ImportPlan, UploadItem } from '../domain/import';
+import { isLanguageCode } from '../domain/languages';
 import type { TeamAccess } from '../domain/project';
 
 /**
@@ -25,12 +26,18 @@ export type { ImportPlan };
 /** `add_media["a b.mp4"]`: the field as the user wrote it, also for refs with dots or slashes. */
 const mediaField = (ref: string) => `add_media[${JSON.stringify(ref)}]`;
 
+export type PlanOptions = {
+  /** Why a media or callback URL is refused from its text alone (an internal address), or null. */
+  readonly urlRefusal?: (url: string) => string | null;
+  /** Ids and expiry of a new upload item's signed URL. */
+  readonly newUpload?: () => Omit<UploadItem['upload'], 'content_type' | 'file_size'>;
+  /** The largest file an upload item may declare. */
+  readonly maxFileBytes?: number;
+};
+
 /** Checks every reference in the request; returns the plan or throws `invalid_input` naming the field. */
-export function planImport(
-  body: ImportRequest,
-  existingRefs: ReadonlySet<string>,
-  urlRefusal: (url: string) => string | null = () => null,
-): ImportPlan {
+export function planImport(body: ImportRequest, existingRefs: ReadonlySet<string>, options: PlanOptions = {}): ImportPlan {
+  const { urlRefusal = () => null, maxFileBytes = Number.MAX_SAFE_INTEGER } = options;
   const refuse = (field: string, url: string) => {
     const reason = urlRefusal(url);
     if (reason) throw invalidInput(`${field}: refused: ${reason}`);
@@ -38,24 +45,36 @@ export function planImport(
   if (body.callback_url) refuse('callback_url', body.callback_url);
   // Maps, not objects: references are user-chosen names, and "constructor" must not resolve.
   const media = new Map<string, ImportMediaItem>();
-  const urlRefs = new Set<string>();
+  const fileRefs = new Set<string>(); // files of this request: URL and upload items
   for (const [ref, item] of Object.entries(body.add_media ?? {})) {
     const field = mediaField(ref);
     if (existingRefs.has(ref)) throw invalidInput(`${field}: media reference "${ref}" already exists in the project`);
     const kinds = [item.url !== undefined, item.content_type !== undefined || item.file_size !== undefined, item.tracks !== undefined];
     if (kinds.filter(Boolean).length !== 1)
       throw invalidInput(`${field} must have exactly one of url, content_type with file_size, or tracks`);
-    if (kinds[1]) throw invalidInput(`${field}: upload items are not supported yet; give a url`);
+    if (item.language !== undefined && !isLanguageCode(item.language)) {
+      throw invalidInput(`${field}.language: "${item.language}" is not an ISO 639-1 language code (such as "en" or "de")`);
+    }
+    if (item.tracks !== undefined && item.language !== undefined) throw invalidInput(`${field}.language: give it on the tracks' own items`);
+    if (kinds[1]) {
+      if (item.content_type === undefined) throw invalidInput(`${field}.content_type is required with file_size`);
+      if (item.file_size === undefined) throw invalidInput(`${field}.file_size is required with content_type`);
+      if (item.file_size > maxFileBytes) throw invalidInput(`${field}.file_size: ${item.file_size} bytes is over the limit of ${maxFileBytes}`);
+      if (!options.newUpload) throw new Error('planImport: upload items need options.newUpload');
+      const upload = { ...options.newUpload(), content_type: item.content_type, file_size: item.file_size };
+      media.set(ref, { upload, language: item.language ?? null });
+      fileRefs.add(ref);
+    }
     if (item.url !== undefined) {
       refuse(`${field}.url`, item.url);
       media.set(ref, { url: item.url, language: item.language ?? null });
-      urlRefs.add(ref);
+      fileRefs.add(ref);
     }
   }
   for (const [ref, item] of Object.entries(body.add_media ?? {})) {
     if (!item.tracks) continue;
     const tracks = item.tracks.map((t, i) => {
-      if (!urlRefs.has(t.media) && !existingRefs.has(t.media)) {
+      if (!fileRefs.has(t.media) && !existingRefs.has(t.media)) {
         throw invalidInput(`${mediaField(ref)}.tracks[${i}].media: "${t.media}" is not a media file of this request or project`);
       }
       return { media: t.media, offset: t.offset ?? 0 };

@@ -15,6 +15,7 @@ export const shortIdOf = (compositionId: string): string => compositionId.replac
 export const streams = {
   job: (jobId: string) => `job-${jobId}`,
   project: (projectId: string) => `project-${projectId}`,
+  composition: (compositionId: string) => `composition-${compositionId}`,
   drive: (driveId: string) => `drive-${driveId}`,
   token: (tokenHash: string) => `token-${tokenHash}`,
 } as const;

@@ -3,9 +3,38 @@
  * on `JobQueued` and what the processor records on `JobStopped`.
  */
 
-export type ImportMediaItem =
-  | { readonly url: string; readonly language: string | null }
-  | { readonly tracks: readonly { readonly media: string; readonly offset: number }[] };
+/** A file the service fetches. */
+export type UrlItem = { readonly url: string; readonly language: string | null };
+/** A file the caller PUTs to a signed `upload_url` until `expires_at`. */
+export type UploadItem = {
+  readonly upload: {
+    readonly asset_id: string;
+    readonly artifact_id: string;
+    readonly content_type: string;
+    readonly file_size: number;
+    readonly expires_at: string;
+  };
+  readonly language: string | null;
+};
+/** A multitrack sequence: its tracks play together, each from its offset. */
+export type SequenceItem = { readonly tracks: readonly { readonly media: string; readonly offset: number }[] };
+
+export type ImportMediaItem = UrlItem | UploadItem | SequenceItem;
+
+export const isUrlItem = (item: ImportMediaItem): item is UrlItem => 'url' in item;
+export const isUploadItem = (item: ImportMediaItem): item is UploadItem => 'upload' in item;
+export const isSequenceItem = (item: ImportMediaItem): item is SequenceItem => 'tracks' in item;
+
+/** The upload items of a plan, by reference. */
+export const uploadsOf = (plan: ImportPlan): ReadonlyMap<string, UploadItem['upload']> =>
+  new Map(normalizePlan(plan).media.flatMap(([ref, item]) => (isUploadItem(item) ? [[ref, item.upload] as const] : [])));
+
+/** Plans stored before references became an ordered list of pairs held an object (events keep them). */
+export function normalizePlan(
+  plan: ImportPlan | { media: Record<string, ImportMediaItem>; compositions: ImportPlan['compositions'] },
+): ImportPlan {
+  return Array.isArray(plan.media) ? (plan as ImportPlan) : { ...plan, media: Object.entries(plan.media) };
+}
 
 /** The request with every reference checked and defaults filled in: all the processor reads. */
 export type ImportPlan = {

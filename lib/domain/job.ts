@@ -1,5 +1,5 @@
 import { AppError, assertNever, conflict, ignoreUnknown, reject, type Rejection } from './errors';
-import type { ImportPlan, ImportResult } from './import';
+import { uploadsOf, type ImportPlan, type ImportResult } from './import';
 
 /**
  * The lifecycle of a background job (DESIGN §3 Jobs): queued → running → stopped | cancelled.
@@ -79,6 +79,19 @@ export type JobCancelled = {
   readonly data: { readonly job_id: string; readonly stopped_at: string };
 };
 
+/** An upload item's bytes arrived whole through its signed URL and are stored under `blob_key`. */
+export type UploadReceived = {
+  readonly type: 'UploadReceived';
+  readonly data: {
+    readonly job_id: string;
+    readonly ref: string;
+    readonly asset_id: string;
+    readonly blob_key: string;
+    readonly size_bytes: number;
+    readonly received_at: string;
+  };
+};
+
 /** A graceful shutdown stopped an attempt; the job resumes after restart and the attempt does not count as failed. */
 export type JobInterrupted = {
   readonly type: 'JobInterrupted';
@@ -86,7 +99,15 @@ export type JobInterrupted = {
 };
 
 export type JobEvent =
-  JobQueued | JobStarted | JobLeaseRenewed | JobProgressed | MediaSecondsCharged | JobStopped | JobCancelled | JobInterrupted;
+  | JobQueued
+  | UploadReceived
+  | JobStarted
+  | JobLeaseRenewed
+  | JobProgressed
+  | MediaSecondsCharged
+  | JobStopped
+  | JobCancelled
+  | JobInterrupted;
 
 // ---------------------------------------------------------------- state
 
@@ -104,6 +125,8 @@ export type JobState =
       readonly lease_until: string | null;
       /** Media references already charged, so a retried job is charged once per file. */
       readonly charged: ReadonlySet<string>;
+      /** Upload items whose bytes have arrived, by media reference. */
+      readonly uploads: ReadonlyMap<string, UploadReceived['data']>;
     };
 
 export const initialJobState = (): JobState => ({ status: 'none' });
@@ -120,7 +143,10 @@ export function evolveJob(state: JobState, event: JobEvent): JobState {
         worker_id: null,
         lease_until: null,
         charged: new Set(),
+        uploads: new Map(),
       };
+    case 'UploadReceived':
+      return state.status === 'none' ? state : { ...state, uploads: new Map(state.uploads).set(event.data.ref, event.data) };
     case 'JobStarted':
       if (state.status === 'none') return state;
       return {
@@ -146,6 +172,19 @@ export function evolveJob(state: JobState, event: JobEvent): JobState {
     default:
       return ignoreUnknown(event, state);
   }
+}
+
+/**
+ * Upload items still awaited at `now`: not arrived and their URL not expired. A job with uploads
+ * starts once none is awaited; the files that never came then fail.
+ */
+export function awaitedUploads(state: JobState, now: string): string[] {
+  if (state.status === 'none' || state.job.job_type !== 'import/project_media') return [];
+  const awaited: string[] = [];
+  for (const [ref, upload] of uploadsOf(state.job.request)) {
+    if (!state.uploads.has(ref) && Date.parse(upload.expires_at) > Date.parse(now)) awaited.push(ref);
+  }
+  return awaited;
 }
 
 /** Attempts that ended in a failure or a crash (what the retry limit counts). */
@@ -179,10 +218,17 @@ export type StopJob = {
   readonly projectUrl: string | null;
   readonly now: string;
 };
+/** Records that an upload item's bytes arrived (from the signed upload URL's PUT). */
+export type RecordUpload = {
+  readonly type: 'RecordUpload';
+  readonly upload: Omit<UploadReceived['data'], 'received_at'>;
+  readonly now: string;
+};
 export type CancelJob = { readonly type: 'CancelJob'; readonly now: string };
 export type InterruptJob = { readonly type: 'InterruptJob'; readonly attempt: number; readonly now: string };
 
-export type JobCommand = QueueJob | ClaimJob | RenewLease | ReportProgress | ChargeMediaSeconds | StopJob | CancelJob | InterruptJob;
+export type JobCommand =
+  QueueJob | RecordUpload | ClaimJob | RenewLease | ReportProgress | ChargeMediaSeconds | StopJob | CancelJob | InterruptJob;
 
 // ---------------------------------------------------------------- decide
 
@@ -210,6 +256,16 @@ export function decideJob(command: JobCommand, state: JobState): JobEvent[] | Re
     case 'QueueJob':
       if (state.status !== 'none') return reject(new AppError('conflict', 'job already exists', { extra: { state: state.status } }));
       return [{ type: 'JobQueued', data: { ...command.job, created_at: command.now } }];
+    case 'RecordUpload': {
+      if (state.status === 'none') return reject(new AppError('not_found', 'job does not exist'));
+      const { ref, asset_id } = command.upload;
+      const expected = state.job.job_type === 'import/project_media' ? uploadsOf(state.job.request).get(ref) : undefined;
+      if (expected?.asset_id !== asset_id) return reject(new AppError('not_found', `job has no upload ${asset_id} for "${ref}"`));
+      if (state.uploads.has(ref)) return [];
+      // Once the job has started (every upload arrived or expired) it reads no more uploads.
+      if (state.status !== 'queued') return reject(conflict(`the job is ${state.status} and takes no more uploads`, state.status));
+      return [{ type: 'UploadReceived', data: { ...command.upload, received_at: command.now } }];
+    }
     case 'ClaimJob': {
       if (state.status === 'none') return reject(new AppError('not_found', 'job does not exist'));
       if (finished(state)) return [];

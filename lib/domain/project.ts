@@ -1,4 +1,5 @@
 import { AppError, assertNever, ignoreUnknown, invalidInput, reject, type Rejection } from './errors';
+import type { Clip } from './edl';
 import { shortIdOf } from './ids';
 
 /** A project: media files and compositions (DESIGN §4). */
@@ -9,7 +10,6 @@ export type TeamAccess = 'edit' | 'comment' | 'view' | 'none';
 export type ProjectMediaType = 'audio' | 'video' | 'image' | 'sequence' | 'other';
 
 export type Track = { readonly media: string; readonly offset: number };
-export type Clip = { readonly media: string; readonly in: number; readonly out: number };
 
 export type ProjectCreated = {
   readonly type: 'ProjectCreated';
@@ -42,28 +42,53 @@ export type MediaImported = {
     readonly imported_at: string;
   };
 };
-export type CompositionCreated = {
-  readonly type: 'CompositionCreated';
+/** A media file's word-timed transcript, stored as a blob named by its content hash (events stay small). */
+export type MediaTranscribed = {
+  readonly type: 'MediaTranscribed';
+  readonly data: {
+    readonly project_id: string;
+    readonly ref: string;
+    readonly transcript_key: string;
+    readonly sha256: string;
+    readonly word_count: number;
+    readonly language: string | null;
+    readonly transcriber: string;
+    readonly job_id: string;
+    readonly transcribed_at: string;
+  };
+};
+/**
+ * A composition joined the project. Its clips, markers and later edits live on its own stream
+ * (`composition-<id>`); the project only lists it, and guarantees its short id is unique here.
+ */
+export type CompositionAdded = {
+  readonly type: 'CompositionAdded';
   readonly data: {
     readonly project_id: string;
     readonly composition_id: string;
     readonly short_id: string;
     readonly name: string;
-    readonly clips: readonly Clip[];
-    readonly width: number;
-    readonly height: number;
-    /** What asked for it ("<job_id>#<index>"), so a retried job creates it once. */
+    /** What asked for it ("<job_id>#<index>", "<job_id>#placeholder"), so a retried job adds it once. */
     readonly origin: string;
     readonly created_at: string;
   };
 };
+/**
+ * Before compositions had their own streams, the project stream held them whole. Still read
+ * (as a list entry) so that old projects keep their compositions.
+ */
+type LegacyCompositionCreated = {
+  readonly type: 'CompositionCreated';
+  readonly data: CompositionAdded['data'] & { readonly clips: readonly Clip[]; readonly width: number; readonly height: number };
+};
 
-export type ProjectEvent = ProjectCreated | MediaImported | CompositionCreated;
+export type ProjectEvent = ProjectCreated | MediaImported | MediaTranscribed | CompositionAdded;
 
 // ---------------------------------------------------------------- state
 
-export type MediaFile = Omit<MediaImported['data'], 'project_id'>;
-export type Composition = Omit<CompositionCreated['data'], 'project_id'>;
+export type TranscriptRef = Omit<MediaTranscribed['data'], 'project_id' | 'ref' | 'job_id'>;
+export type MediaFile = Omit<MediaImported['data'], 'project_id'> & { readonly transcript?: TranscriptRef };
+export type CompositionEntry = Omit<CompositionAdded['data'], 'project_id'>;
 
 export type ProjectState =
   | { readonly exists: false }
@@ -72,13 +97,13 @@ export type ProjectState =
       readonly project: ProjectCreated['data'];
       /** By media reference. A Map: references are user-chosen names (`constructor` is a valid one). */
       readonly media: ReadonlyMap<string, MediaFile>;
-      readonly compositions: readonly Composition[];
+      readonly compositions: readonly CompositionEntry[];
       readonly updatedAt: string;
     };
 
 export const initialProjectState = (): ProjectState => ({ exists: false });
 
-export function evolveProject(state: ProjectState, event: ProjectEvent): ProjectState {
+export function evolveProject(state: ProjectState, event: ProjectEvent | LegacyCompositionCreated): ProjectState {
   switch (event.type) {
     case 'ProjectCreated':
       return { exists: true, project: event.data, media: new Map(), compositions: [], updatedAt: event.data.created_at };
@@ -87,28 +112,29 @@ export function evolveProject(state: ProjectState, event: ProjectEvent): Project
       const { project_id: _p, ...file } = event.data;
       return { ...state, media: new Map(state.media).set(file.ref, file), updatedAt: file.imported_at };
     }
+    case 'MediaTranscribed': {
+      const file = state.exists ? state.media.get(event.data.ref) : undefined;
+      if (!state.exists || !file) return state;
+      const { project_id: _p, ref: _r, job_id: _j, ...transcript } = event.data;
+      return { ...state, media: new Map(state.media).set(file.ref, { ...file, transcript }), updatedAt: transcript.transcribed_at };
+    }
+    case 'CompositionAdded':
     case 'CompositionCreated': {
       if (!state.exists) return state;
-      const { project_id: _p, ...composition } = event.data;
-      return { ...state, compositions: [...state.compositions, composition], updatedAt: composition.created_at };
+      const { composition_id, short_id, name, origin, created_at } = event.data;
+      const entry = { composition_id, short_id, name, origin, created_at };
+      return { ...state, compositions: [...state.compositions, entry], updatedAt: created_at };
     }
     default:
       return ignoreUnknown(event, state);
   }
 }
 
-/** Duration of a composition: its clips laid end to end. */
-export const compositionDuration = (clips: readonly Clip[]): number =>
-  Math.round(clips.reduce((sum, c) => sum + (c.out - c.in), 0) * 1000) / 1000;
-
-/** `video` when any clip's media has video (a sequence: any of its tracks). */
-export function compositionMediaType(clips: readonly Clip[], media: ReadonlyMap<string, MediaFile>): 'video' | 'audio' {
-  const hasVideo = (ref: string, depth = 0): boolean => {
-    const m = media.get(ref);
-    if (!m || depth > 4) return false;
-    return m.has_video || (m.tracks ?? []).some((t) => hasVideo(t.media, depth + 1));
-  };
-  return clips.some((c) => hasVideo(c.media)) ? 'video' : 'audio';
+/** Whether a media reference plays video (a sequence: any of its tracks). */
+export function mediaHasVideo(media: ReadonlyMap<string, MediaFile>, ref: string, depth = 0): boolean {
+  const m = media.get(ref);
+  if (!m || depth > 4) return false;
+  return m.has_video || (m.tracks ?? []).some((t) => mediaHasVideo(media, t.media, depth + 1));
 }
 
 // ---------------------------------------------------------------- commands
@@ -118,20 +144,24 @@ export type CreateProject = {
   readonly project: Omit<ProjectCreated['data'], 'created_at'>;
   readonly now: string;
 };
-export type AddMedia = { readonly type: 'AddMedia'; readonly file: Omit<MediaImported['data'], 'imported_at'>; readonly now: string };
-export type CreateComposition = {
-  readonly type: 'CreateComposition';
+/** Adds a media file, and with it its transcript when it has one (one append: both or neither). */
+export type AddMedia = {
+  readonly type: 'AddMedia';
+  readonly file: Omit<MediaImported['data'], 'imported_at'>;
+  readonly transcript?: Omit<TranscriptRef, 'transcribed_at'> | null;
+  readonly now: string;
+};
+/** Lists a new composition in the project with a short id free here; its stream is created next. */
+export type AddComposition = {
+  readonly type: 'AddComposition';
   readonly origin: string;
   readonly name: string;
-  readonly clipMedia: readonly string[];
-  readonly width: number;
-  readonly height: number;
   /** Candidate UUIDs in order of preference; the first whose short id is free in the project wins. */
   readonly candidateIds: readonly string[];
   readonly now: string;
 };
 
-export type ProjectCommand = CreateProject | AddMedia | CreateComposition;
+export type ProjectCommand = CreateProject | AddMedia | AddComposition;
 
 // ---------------------------------------------------------------- decide
 
@@ -150,30 +180,28 @@ export function decideProject(command: ProjectCommand, state: ProjectState): Pro
         if (existing.job_id === command.file.job_id) return [];
         return reject(invalidInput(`media reference "${command.file.ref}" already exists in the project`));
       }
-      return [{ type: 'MediaImported', data: { ...command.file, imported_at: command.now } }];
+      const imported: ProjectEvent = { type: 'MediaImported', data: { ...command.file, imported_at: command.now } };
+      if (!command.transcript) return [imported];
+      const { project_id, ref, job_id } = command.file;
+      return [
+        imported,
+        { type: 'MediaTranscribed', data: { ...command.transcript, project_id, ref, job_id, transcribed_at: command.now } },
+      ];
     }
-    case 'CreateComposition': {
+    case 'AddComposition': {
       if (!state.exists) return reject(new AppError('not_found', 'project does not exist'));
       if (state.compositions.some((c) => c.origin === command.origin)) return [];
-      const clips: Clip[] = [];
-      for (const ref of command.clipMedia) {
-        const m = state.media.get(ref);
-        if (m && m.duration_seconds !== null) clips.push({ media: ref, in: 0, out: m.duration_seconds });
-      }
       const taken = new Set(state.compositions.map((c) => c.short_id));
       const id = command.candidateIds.find((c) => !taken.has(shortIdOf(c)));
       if (!id) return reject(new AppError('internal_error', 'no free composition short id among candidates', { retriable: true }));
       return [
         {
-          type: 'CompositionCreated',
+          type: 'CompositionAdded',
           data: {
             project_id: state.project.project_id,
             composition_id: id,
             short_id: shortIdOf(id),
             name: command.name,
-            clips,
-            width: command.width,
-            height: command.height,
             origin: command.origin,
             created_at: command.now,
           },

@@ -29,7 +29,11 @@ export type ApiAppDeps = {
 /** A readiness check that hangs is a failed one; answering late would only stack probes up. */
 const READY_TIMEOUT_MS = 2_000;
 
-export function createApiApp(deps: ApiAppDeps, mount: (v1: Router) => void): Koa {
+/**
+ * `signed`: routes whose URL is their own credential (signed upload URLs): they take no token,
+ * no rate limit and no JSON body, and run before the /v1 guards.
+ */
+export function createApiApp(deps: ApiAppDeps, mount: (v1: Router) => void, signed: readonly Router[] = []): Koa {
   const app = new Koa();
   app.proxy = true;
   app.silent = true;
@@ -46,6 +50,7 @@ export function createApiApp(deps: ApiAppDeps, mount: (v1: Router) => void): Koa
   app.use(requestContext(deps.logger));
   app.use(errorHandler());
   app.use(operatorRoutes(deps).routes());
+  for (const router of signed) app.use(router.routes());
   app.use(v1.routes());
   app.use(notFoundFallback());
   return app;

@@ -5,11 +5,13 @@ import { createApiApp, type ApiAppDeps } from '../../lib/http/app';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
 import { acceptImport, cancelJob, type ImportDeps, type ImportRequest } from './import';
+import { createUploadRoutes, type UploadRouteDeps } from './uploads';
 
-export type CommandApiDeps = ApiAppDeps & ImportDeps & { schemas: SchemaRegistry };
+export type CommandApiDeps = ApiAppDeps & ImportDeps & { schemas: SchemaRegistry; uploads?: UploadRouteDeps };
 
 /** The write side: every route turns a request into a command on the event store. */
 export function createApp(deps: CommandApiDeps): Koa {
+  const signed = deps.uploads ? [createUploadRoutes(deps.uploads)] : [];
   return createApiApp(deps, (v1) => {
     v1.post('/jobs/import/project_media', async (ctx) => {
       const c = ctx as unknown as ApiContext;
@@ -28,5 +30,5 @@ export function createApp(deps: CommandApiDeps): Koa {
       c.state.log.info({ job_id: jobId }, 'job cancelled');
       ctx.status = 204;
     });
-  });
+  }, signed);
 }

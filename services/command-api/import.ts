@@ -7,6 +7,7 @@ import { importJobId, projectUrl, streams } from '../../lib/domain/ids';
 import type { Clock, Ids } from '../../lib/ports/clock';
 import type { EventStore } from '../../lib/ports/event-store';
 import { planImport, type ImportRequest } from '../../lib/app/import-plan';
+import { isSequenceItem, uploadsOf, type UploadItem } from '../../lib/domain/import';
 
 /** POST /jobs/import/project_media: check the request against the project, then queue the job. */
 
@@ -20,6 +21,12 @@ export type ImportDeps = {
   /** Why a media or callback URL is refused from its text alone (internal address), or null. */
   urlRefusal: (url: string) => string | null;
   balance: BalanceReader;
+  /** How long an upload URL stays valid (3 hours unless configured). */
+  uploadTtlMs: number;
+  /** The largest media file an upload item may declare. */
+  mediaMaxBytes: number;
+  /** The signed URL a caller PUTs an upload item's bytes to. */
+  uploadUrl: (upload: { jobId: string; driveId: string; projectId: string; ref: string } & UploadItem['upload']) => string;
 };
 
 export async function acceptImport(deps: ImportDeps, who: Principal, body: ImportRequest, requestId: string) {
@@ -34,8 +41,15 @@ export async function acceptImport(deps: ImportDeps, who: Principal, body: Impor
   }
 
   const existing = body.project_id ? await loadExistingProject(deps, who, body.project_id) : new Set<string>();
-  const plan = planImport(body, existing, deps.urlRefusal);
-  if (plan.media.some(([, item]) => 'url' in item)) {
+  const now = deps.clock.now().toISOString();
+  // Whole seconds: the signed URL carries its expiry in Unix seconds, and the job must agree with it.
+  const expiresAt = new Date(Math.floor((Date.parse(now) + deps.uploadTtlMs) / 1000) * 1000).toISOString();
+  const plan = planImport(body, existing, {
+    urlRefusal: deps.urlRefusal,
+    maxFileBytes: deps.mediaMaxBytes,
+    newUpload: () => ({ asset_id: deps.ids.uuid(), artifact_id: deps.ids.uuid(), expires_at: expiresAt }),
+  });
+  if (plan.media.some(([, item]) => !isSequenceItem(item))) {
     // Each file is checked again when it is imported; this only refuses a drive with nothing left.
     const left = await deps.balance.leftOf(who.driveId, who.mediaSecondsAllowance);
     if (left !== null && left <= 0) {
@@ -43,7 +57,6 @@ export async function acceptImport(deps: ImportDeps, who: Principal, body: Impor
     }
   }
 
-  const now = deps.clock.now().toISOString();
   const jobId = importJobId(deps.ids.uuid());
   const projectId = body.project_id ?? deps.ids.uuid();
   const metadata = { partition_key: projectId, correlation_id: requestId, drive_id: who.driveId, user_id: who.userId };
@@ -94,7 +107,17 @@ export async function acceptImport(deps: ImportDeps, who: Principal, body: Impor
     },
     { newId, metadata, expectNew: true },
   );
-  return { job_id: jobId, drive_id: who.driveId, project_id: projectId, project_url: url };
+  const uploads = [...uploadsOf(plan)];
+  const upload_urls =
+    uploads.length === 0
+      ? undefined
+      : Object.fromEntries(
+          uploads.map(([ref, u]) => [
+            ref,
+            { upload_url: deps.uploadUrl({ jobId, driveId: who.driveId, projectId, ref, ...u }), asset_id: u.asset_id, artifact_id: u.artifact_id },
+          ]),
+        );
+  return { job_id: jobId, drive_id: who.driveId, project_id: projectId, project_url: url, ...(upload_urls && { upload_urls }) };
 }
 
 async function loadExistingProject(deps: ImportDeps, who: Principal, projectId: string): Promise<Set<string>> {

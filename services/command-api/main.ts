@@ -1,10 +1,10 @@
-import { openEventStore, openReadStore, openUrlRefusal } from '../../lib/adapters/from-config';
+import { openEventStore, openReadStore } from '../../lib/adapters/from-config';
 import { httpCommon } from '../../lib/adapters/http-common';
-import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { createBalanceReader } from '../../lib/app/balance';
 import { createMetrics } from '../../lib/observability/metrics';
 import { runService } from '../../lib/run-service';
 import { start } from './index';
+import { commandDeps } from './from-config';
 
 /** Composition root of command-api (the read store backs the shared rate limiter and balance checks). */
 runService('command-api', async (config, logger) => {
@@ -15,11 +15,7 @@ runService('command-api', async (config, logger) => {
     metrics: createMetrics(),
     balance: createBalanceReader({ store, read: readSide.read }),
     port: config.port,
-    store,
-    clock: systemClock,
-    ids: randomIds,
-    webUrl: config.webUrl,
-    urlRefusal: openUrlRefusal(config),
+    ...commandDeps(config, store),
   });
   return async () => {
     await service.stop();

@@ -1,29 +1,28 @@
 import { pipeline, Transform } from 'node:stream';
-import type { projectDecider } from '../../lib/app/deciders';
 import { AppError } from '../../lib/domain/errors';
 import type { ImportWorkDeps } from './import-work';
 import type { JobContext } from './job-runner';
 
-/** One URL item: download it through the outbound guard into the blob store, then probe it. */
+/** One URL item: download it through the outbound guard into the blob store. */
 
 const USER_AGENT = 'Servicebot/1.0';
 
-export type FileOutcome = Parameters<typeof projectDecider.decide>[0] extends infer C
-  ? C extends { type: 'AddMedia'; file: infer F }
-    ? F
-    : never
-  : never;
+/** The downloaded file, stored as a blob. */
+export type Downloaded = { readonly blobKey: string; readonly size: number };
 
-export async function importOne(
+/**
+ * Downloads `url` into a new blob under the download time limit, reporting the fraction of bytes
+ * received when the size is known.
+ */
+export async function download(
   deps: ImportWorkDeps,
   ctx: JobContext,
-  ref: string,
-  item: { url: string; language: string | null },
-  report: (fraction: number) => Promise<void>,
-): Promise<FileOutcome> {
+  url: string,
+  report: (fraction: number) => void,
+): Promise<Downloaded> {
   const limit = timeLimit(ctx.signal, deps.downloadTimeoutMs);
   try {
-    return await fetchAndProbe(deps, ctx, ref, item, report, limit.signal);
+    return await fetchToBlob(deps, ctx, url, report, limit.signal);
   } catch (err) {
     throw limit.explain(err);
   } finally {
@@ -31,57 +30,32 @@ export async function importOne(
   }
 }
 
-async function fetchAndProbe(
+async function fetchToBlob(
   deps: ImportWorkDeps,
   ctx: JobContext,
-  ref: string,
-  item: { url: string; language: string | null },
-  report: (fraction: number) => Promise<void>,
+  url: string,
+  report: (fraction: number) => void,
   signal: AbortSignal,
-): Promise<FileOutcome> {
-  const response = await deps.fetcher.get(item.url, { signal, headers: { 'user-agent': USER_AGENT } });
-  if (response.contentLength !== undefined && response.contentLength > deps.mediaMaxBytes) {
+): Promise<Downloaded> {
+  const response = await deps.fetcher.get(url, { signal, headers: { 'user-agent': USER_AGENT } });
+  const expected = response.contentLength;
+  if (expected !== undefined && expected > deps.mediaMaxBytes) {
     response.body.destroy();
-    throw new AppError('invalid_input', `the file is ${response.contentLength} bytes; the limit is ${deps.mediaMaxBytes}`);
+    throw new AppError('invalid_input', `the file is ${expected} bytes; the limit is ${deps.mediaMaxBytes}`);
   }
-  const key = `${ctx.job.drive_id}/${ctx.job.project_id}/${deps.ids.uuid()}${extensionOf(item.url)}`;
+  const blobKey = `${ctx.job.drive_id}/${ctx.job.project_id}/${deps.ids.uuid()}${extensionOf(url)}`;
   let received = 0;
-  let lastReport = 0;
   const counter = new Transform({
     transform(chunk: Buffer, _enc, cb) {
       received += chunk.length;
-      if (response.contentLength && received - lastReport > response.contentLength / 20) {
-        lastReport = received;
-        void report(0.8 * (received / response.contentLength!)).catch(() => undefined);
-      }
+      if (expected) report(Math.min(1, received / expected));
       cb(null, chunk);
     },
   });
   // pipeline (not pipe) so an aborted or failed download errors the stream the blob store reads.
   const counted = pipeline(response.body, counter, () => undefined);
-  const { size } = await deps.blobs.put(key, counted, { signal });
-  try {
-    await report(0.85);
-    const probe = await deps.prober.probe(deps.blobs.localPath(key), { signal });
-    if (probe.type === 'other') throw new AppError('invalid_input', 'the file has no audio, video or image stream');
-    return {
-      project_id: ctx.job.project_id,
-      ref,
-      media_type: probe.type,
-      duration_seconds: probe.type === 'image' ? null : (probe.durationSeconds ?? 0),
-      blob_key: key,
-      size_bytes: size,
-      has_audio: probe.hasAudio,
-      has_video: probe.hasVideo,
-      source_url: item.url,
-      language: item.language,
-      tracks: null,
-      job_id: ctx.job.job_id,
-    };
-  } catch (err) {
-    await deps.blobs.delete(key).catch(() => undefined);
-    throw err;
-  }
+  const { size } = await deps.blobs.put(blobKey, counted, { signal });
+  return { blobKey, size };
 }
 
 /**

@@ -1,4 +1,6 @@
 import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { createLocalUploadStore } from '../../lib/adapters/local/upload-store';
 import type { Logger } from 'pino';
 import { openMedia } from '../../lib/adapters/from-config';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
@@ -16,19 +18,23 @@ export const processorsDeps = (
   logger: Logger,
   stores: { store: EventStore; read: ReadStore; log: EventLog },
   extra: { observer?: JobObserver; onFatal?: (err: Error) => void } = {},
-): ProcessorsDeps => ({
-  ...openMedia(config),
-  ...stores,
-  ...extra,
-  logger,
-  clock: systemClock,
-  ids: randomIds,
-  // Stable across restarts of the same worker (its claims are taken over at once), distinct
-  // between live workers: the host name (a container's) and this process, unless set.
-  workerId: config.workerId ?? `${hostname()}:${process.pid}`,
-  balance: createBalanceReader(stores),
-  webUrl: config.webUrl,
-  mediaMaxBytes: config.mediaMaxBytes,
-  downloadTimeoutMs: config.mediaDownloadTimeoutSeconds * 1000,
-  concurrency: config.processorConcurrency,
-});
+): ProcessorsDeps => {
+  const media = openMedia(config);
+  return {
+    ...media,
+    uploads: createLocalUploadStore({ root: join(config.dataDir, 'uploads'), localPath: media.blobs.localPath }),
+    ...stores,
+    ...extra,
+    logger,
+    clock: systemClock,
+    ids: randomIds,
+    // Stable across restarts of the same worker (its claims are taken over at once), distinct
+    // between live workers: the host name (a container's) and this process, unless set.
+    workerId: config.workerId ?? `${hostname()}:${process.pid}`,
+    balance: createBalanceReader(stores),
+    webUrl: config.webUrl,
+    mediaMaxBytes: config.mediaMaxBytes,
+    downloadTimeoutMs: config.mediaDownloadTimeoutSeconds * 1000,
+    concurrency: config.processorConcurrency,
+  };
+};

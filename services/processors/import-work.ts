@@ -1,20 +1,36 @@
-import { v5 as uuidv5 } from 'uuid';
 import type { BalanceReader } from '../../lib/app/balance';
 import { handleCommand, loadState } from '../../lib/app/command-handler';
-import { projectDecider } from '../../lib/app/deciders';
+import { jobDecider, projectDecider } from '../../lib/app/deciders';
 import { AppError } from '../../lib/domain/errors';
-import type { ImportMediaItem, ImportPlan, ImportResult, MediaStatus } from '../../lib/domain/import';
+import {
+  isSequenceItem,
+  normalizePlan,
+  uploadsOf,
+  isUrlItem,
+  type ImportResult,
+  type MediaStatus,
+  type UploadItem,
+  type UrlItem,
+} from '../../lib/domain/import';
 import { projectUrl, streams } from '../../lib/domain/ids';
-import type { MediaFile, ProjectState } from '../../lib/domain/project';
+import type { UploadReceived } from '../../lib/domain/job';
+import type { AddMedia, CompositionEntry, MediaFile, ProjectState } from '../../lib/domain/project';
 import type { BlobStore } from '../../lib/ports/blob-store';
 import type { Clock, Ids } from '../../lib/ports/clock';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { MediaProber } from '../../lib/ports/media';
 import type { OutboundFetcher } from '../../lib/ports/outbound';
-import { importOne, type FileOutcome } from './fetch-media';
+import type { Transcriber } from '../../lib/ports/transcriber';
+import type { UploadStore } from '../../lib/ports/upload-store';
+import { createComposition, DEFAULT_SIZE, wholeClips } from './compose';
+import { download } from './fetch-media';
 import type { Job, JobContext, WorkOutcome } from './job-runner';
+import { describeMedia, type FileOutcome, type Source } from './media-file';
 
-/** The work of an import job: fetch, probe and store each URL, then sequences, then compositions. */
+/**
+ * The work of an import job: each URL or upload item is fetched (or found uploaded), probed and
+ * transcribed, then sequences are assembled, then compositions made.
+ */
 
 export type ImportWorkDeps = {
   store: EventStore;
@@ -27,9 +43,15 @@ export type ImportWorkDeps = {
   mediaMaxBytes: number;
   downloadTimeoutMs: number;
   balance: BalanceReader;
+  transcriber: Transcriber;
+  /** Staged uploads, forgotten once the job has used them (the blobs stay). */
+  uploads?: Pick<UploadStore, 'discard'>;
 };
 
-const COMPOSITION_NAMESPACE = '5b0f2f55-6c1e-4f0e-9a43-0e4b1c2d7a10';
+/** Shares of the job's progress: files (fetch or upload, probe, transcribe) then compositions. */
+const FILES_PERCENT = 90;
+/** Shares of one file's progress by phase. */
+const PHASES = { fetching: [0, 0.4], probing: [0.4, 0.45], transcribing: [0.45, 1] } as const;
 
 export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promise<WorkOutcome> {
   const { job, signal } = ctx;
@@ -44,51 +66,62 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
   if (!before.exists) {
     return { result: { status: 'error', error_code: 'not_found', error_message: 'the project no longer exists' }, projectUrl: null };
   }
+  // Every project an import creates starts with an empty placeholder composition.
+  let placeholder: CompositionEntry | undefined = before.compositions.find((c) => c.origin === `${job.job_id}#placeholder`);
+  if (before.project.job_id === job.job_id && !placeholder) {
+    const spec = { name: before.project.name, clips: [], ...DEFAULT_SIZE };
+    placeholder = (await createComposition(deps, ctx, before, `${job.job_id}#placeholder`, spec)).entry;
+  }
+  const { state: jobState } = await loadState(deps.store, streams.job(job.job_id), jobDecider);
+  const received = jobState.status === 'none' ? new Map() : jobState.uploads;
+
   // Maps: references are user-chosen names ("constructor" is one).
   const mediaStatus = new Map<string, MediaStatus>();
-  const urlRefs = plan.media.filter((e): e is readonly [string, { url: string; language: string | null }] => 'url' in e[1]);
+  const files = plan.media.filter((e): e is readonly [string, UrlItem | UploadItem] => !isSequenceItem(e[1]));
   let secondsUsed = 0;
 
-  for (const [index, [ref, item]] of urlRefs.entries()) {
+  for (const [index, [ref, item]] of files.entries()) {
     const earlier = before.media.get(ref);
     const done = earlier?.job_id === job.job_id ? earlier : undefined; // imported by an earlier attempt
-    const report = (fraction: number) => ctx.progress(`importing ${ref}`, ((index + fraction) / urlRefs.length) * 90);
-    await report(0);
-    const outcome: Omit<MediaFile, 'imported_at'> | { error_message: string } =
-      done ?? (await importOne(deps, ctx, ref, item, report).catch((err: unknown) => failure(err, signal)));
+    const report = (label: string, fraction: number) =>
+      void ctx.progress(`${label} ${ref}`, ((index + fraction) / files.length) * FILES_PERCENT).catch(() => undefined);
+    const outcome: FileOutcome | { error_message: string } = done
+      ? { file: { ...done, project_id: job.project_id } }
+      : await importFile(deps, ctx, ref, item, received, report).catch((err: unknown) => failure(err, signal));
     if ('error_message' in outcome) {
       mediaStatus.set(ref, { status: 'failed', error_message: outcome.error_message });
       ctx.log.warn({ ref, reason: outcome.error_message }, 'media file failed');
       continue;
     }
+    const { file } = outcome;
     if (!done) {
-      const shortfall = await balanceShortfall(deps, job, outcome.duration_seconds ?? 0, secondsUsed);
+      const shortfall = await balanceShortfall(deps, job, file.duration_seconds ?? 0, secondsUsed);
       if (shortfall) {
-        await deps.blobs.delete(outcome.blob_key!).catch(() => undefined);
+        await deps.blobs.delete(file.blob_key!).catch(() => undefined);
         mediaStatus.set(ref, { status: 'failed', error_message: shortfall });
         continue;
       }
-      const added = await project({ type: 'AddMedia', file: { ...outcome, project_id: job.project_id }, now: now() }).catch(
-        (err: unknown) => refusal(err),
+      const added = await project({ type: 'AddMedia', file, transcript: outcome.transcript, now: now() }).catch((err: unknown) =>
+        refusal(err),
       );
       if ('error_message' in added) {
-        await deps.blobs.delete(outcome.blob_key!).catch(() => undefined);
+        await deps.blobs.delete(file.blob_key!).catch(() => undefined);
         mediaStatus.set(ref, { status: 'failed', error_message: added.error_message });
         continue;
       }
     }
-    const seconds = outcome.duration_seconds ?? 0;
+    const seconds = file.duration_seconds ?? 0;
     // Also for a file an earlier attempt imported: a crash may have come before its charge.
     await ctx.charge(ref, seconds);
     secondsUsed += seconds;
     mediaStatus.set(ref, { status: 'success', duration_seconds: seconds });
-    ctx.log.info({ ref, seconds, bytes: outcome.size_bytes }, 'media file imported');
+    ctx.log.info({ ref, seconds, bytes: file.size_bytes, words: outcome.transcript?.word_count }, 'media file imported');
   }
 
-  await ctx.progress('assembling', 95);
+  await ctx.progress('composing', FILES_PERCENT);
   let state = (await loadState(deps.store, projectStream, projectDecider)).state;
   for (const [ref, item] of plan.media) {
-    if (!('tracks' in item)) continue;
+    if (!isSequenceItem(item)) continue;
     const sequence = sequenceFile(state, ref, item.tracks, job.job_id);
     if ('error_message' in sequence) {
       mediaStatus.set(ref, { status: 'failed', error_message: sequence.error_message });
@@ -103,25 +136,18 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
     mediaStatus.set(ref, { status: 'success', duration_seconds: sequence.duration_seconds ?? 0 });
   }
 
-  const created: { id: string; name: string; short_id: string }[] = [];
+  const created: CompositionEntry[] = [];
   for (const [i, c] of plan.compositions.entries()) {
-    const imported = c.clips.filter((ref) => state.exists && state.media.has(ref));
-    if (c.clips.length > 0 && imported.length === 0) continue; // every clip's media failed
-    const origin = `${job.job_id}#${i}`;
-    const candidateIds = Array.from({ length: 16 }, (_, n) => uuidv5(`${origin}#${n}`, COMPOSITION_NAMESPACE));
-    const r = await project({
-      type: 'CreateComposition',
-      origin,
-      name: c.name,
-      clipMedia: imported,
-      width: c.width,
-      height: c.height,
-      candidateIds,
-      now: now(),
-    });
-    state = r.state;
-    const made = state.exists ? state.compositions.find((x) => x.origin === origin) : undefined;
-    if (made) created.push({ id: made.composition_id, name: made.name, short_id: made.short_id });
+    if (!state.exists) break;
+    const clips = wholeClips(state, c.clips);
+    if (c.clips.length > 0 && clips.length === 0) continue; // every clip's media failed
+    const made = await createComposition(deps, ctx, state, `${job.job_id}#${i}`, { ...c, clips });
+    state = made.project;
+    created.push(made.entry);
+  }
+
+  for (const upload of uploadsOf(plan).values()) {
+    await deps.uploads?.discard(upload.asset_id).catch((err: unknown) => ctx.log.warn({ err }, 'could not remove a staged upload'));
   }
 
   const statuses = [...mediaStatus.values()];
@@ -132,11 +158,40 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
     // fromEntries defines own properties, so even "__proto__" stays an ordinary key.
     media_status: Object.fromEntries(mediaStatus),
     media_seconds_used: Math.round(secondsUsed * 1000) / 1000,
-    created_compositions: created.map(({ id, name }) => ({ id, name })),
+    created_compositions: created.map((c) => ({ id: c.composition_id, name: c.name })),
     ...(status === 'error' ? { error_code: 'import_failed', error_message: 'no media file could be imported; see media_status' } : {}),
   };
-  const url = created[0] ? projectUrl(deps.webUrl, job.project_id, created[0].short_id) : null;
-  return { result, projectUrl: url };
+  // The first composition the request asked for, else the placeholder this import made.
+  const shown = created[0] ?? placeholder;
+  return { result, projectUrl: shown ? projectUrl(deps.webUrl, job.project_id, shown.short_id) : null };
+}
+
+/** One URL or upload item: its bytes into a blob, then probed and transcribed. The blob goes if the file fails. */
+async function importFile(
+  deps: ImportWorkDeps,
+  ctx: JobContext,
+  ref: string,
+  item: UrlItem | UploadItem,
+  received: ReadonlyMap<string, UploadReceived['data']>,
+  report: (label: string, fraction: number) => void,
+): Promise<FileOutcome> {
+  const within = (phase: keyof typeof PHASES, fraction: number) => PHASES[phase][0] + (PHASES[phase][1] - PHASES[phase][0]) * fraction;
+  let source: Source;
+  if (isUrlItem(item)) {
+    report('downloading', 0);
+    const { blobKey, size } = await download(deps, ctx, item.url, (f) => report('downloading', within('fetching', f)));
+    source = { ref, blobKey, size, sourceUrl: item.url, language: item.language };
+  } else {
+    const upload = received.get(ref);
+    if (!upload) throw new AppError('invalid_input', `the upload did not arrive before its URL expired at ${item.upload.expires_at}`);
+    source = { ref, blobKey: upload.blob_key, size: upload.size_bytes, sourceUrl: null, language: item.language };
+  }
+  try {
+    return await describeMedia(deps, ctx, source, (phase, f) => report(phase, within(phase, f)));
+  } catch (err) {
+    await deps.blobs.delete(source.blobKey).catch(() => undefined);
+    throw err;
+  }
 }
 
 /**
@@ -149,19 +204,12 @@ async function balanceShortfall(deps: ImportWorkDeps, job: Job, seconds: number,
   return `not enough media seconds: the file is ${seconds} s long and the drive has ${Math.max(0, Math.floor(left))} s left`;
 }
 
-/** Plans stored before references became an ordered list of pairs held an object. */
-function normalizePlan(
-  plan: ImportPlan | { media: Record<string, ImportMediaItem>; compositions: ImportPlan['compositions'] },
-): ImportPlan {
-  return Array.isArray(plan.media) ? (plan as ImportPlan) : { ...plan, media: Object.entries(plan.media) };
-}
-
 function sequenceFile(
   state: ProjectState,
   ref: string,
   tracks: readonly { readonly media: string; readonly offset: number }[],
   jobId: string,
-): FileOutcome | { error_message: string } {
+): AddMedia['file'] | { error_message: string } {
   if (!state.exists) return { error_message: 'the project no longer exists' };
   const files: MediaFile[] = [];
   for (const t of tracks) {
@@ -187,13 +235,13 @@ function sequenceFile(
 }
 
 /**
- * A failure while fetching, storing or probing one file becomes that file's `error_message`.
+ * A failure while fetching, storing, probing or transcribing one file becomes that file's `error_message`.
  * Cancellation, shutdown and retriable errors stop the whole attempt instead (the log redelivers).
  */
 function failure(err: unknown, jobSignal: AbortSignal): { error_message: string } {
   if (jobSignal.aborted) throw err;
   if (err instanceof AppError) return err.retriable ? rethrow(err) : { error_message: err.message };
-  // The download's time limit arrives here as an AppError naming the limit (see importOne).
+  // The download's time limit arrives here as an AppError naming the limit (see download).
   const e = err as Error;
   return { error_message: e?.message || 'import failed' };
 }

@@ -1,6 +1,13 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { JobQueued, JobType } from '../../lib/domain/job';
+import { loadState } from '../../lib/app/command-handler';
+import { jobDecider } from '../../lib/app/deciders';
+import { uploadsOf } from '../../lib/domain/import';
+import { awaitedUploads, type JobQueued, type JobType } from '../../lib/domain/job';
+import { streams } from '../../lib/domain/ids';
 import type { EventLog, LogSubscription } from '../../lib/ports/event-log';
+import type { ReadStore } from '../../lib/ports/read-store';
+import { JOBS } from '../query-api/jobs-projection';
 import { importMedia, type ImportWorkDeps } from './import-work';
 import { runJob, type JobContext, type RunnerDeps, type WorkOutcome } from './job-runner';
 import { createFairPool, type FairPool } from './pool';
@@ -18,11 +25,17 @@ export const IMPORT_GROUP = JOB_GROUPS['import/project_media'];
 export type ProcessorsDeps = Omit<RunnerDeps, 'shutdown'> &
   ImportWorkDeps & {
     log: EventLog;
+    /** The `jobs` read model: queued jobs whose upload URLs have expired are found there. */
+    read: ReadStore;
     logger: Logger;
     concurrency: number;
+    /** How often to look for jobs whose uploads can no longer arrive; default 15 s. */
+    uploadScanMs?: number;
     /** Called when a consumer group can no longer consume: the process should exit. */
     onFatal?: (err: Error) => void;
   };
+
+type Job = JobQueued['data'];
 
 export type Processors = { stop(): Promise<void>; subscriptions: LogSubscription[]; pool: FairPool };
 
@@ -34,30 +47,70 @@ export async function start(deps: ProcessorsDeps): Promise<Processors> {
     'import/project_media': (ctx) => importMedia(deps, ctx),
   };
 
+  const run = (job: Job) => pool.submit(job.drive_id, job.job_id, () => runJob(runner, job, work[job.job_type]));
+  /**
+   * A job with upload items starts once none is awaited: when its last upload arrives (the
+   * `UploadReceived` that completes it), or when the upload URLs expire (the scan below).
+   */
+  const startIfReady = async (jobId: string): Promise<void> => {
+    const { state } = await loadState(deps.store, streams.job(jobId), jobDecider);
+    if (state.status !== 'queued' || awaitedUploads(state, deps.clock.now().toISOString()).length > 0) return;
+    await run(state.job);
+  };
+
   const subscriptions: LogSubscription[] = [];
   for (const [jobType, group] of Object.entries(JOB_GROUPS) as [JobType, string][]) {
     const subscription = await deps.log.subscribe(
       group,
       async (event) => {
+        if (event.type === 'UploadReceived') return { settled: startIfReady((event.data as { job_id: string }).job_id) };
         if (event.type !== 'JobQueued') return;
-        const job = event.data as JobQueued['data'];
+        const job = event.data as Job;
         if (job.job_type !== jobType) return;
-        return { settled: pool.submit(job.drive_id, job.job_id, () => runJob(runner, job, work[jobType])) };
+        if (job.job_type === 'import/project_media' && uploadsOf(job.request).size > 0) return { settled: startIfReady(job.job_id) };
+        return { settled: run(job) };
       },
       // Handlers return at once, so a few lanes suffice; the pool bounds the work.
       { concurrency: 4, maxInFlight: 10_000, onFatal: deps.onFatal },
     );
     subscriptions.push(subscription);
   }
+  const scanner = scanExpiredUploads(deps, startIfReady, shutdown.signal);
   deps.logger.info({ groups: Object.values(JOB_GROUPS), concurrency: deps.concurrency, worker: deps.workerId }, 'processors started');
   return {
     subscriptions,
     pool,
     async stop() {
       shutdown.abort(new Error('shutting down'));
+      await scanner;
       // Running attempts record their interruption (which frees their claims) before we go.
       await pool.idle();
       await Promise.all(subscriptions.map((s) => s.close()));
     },
   };
+}
+
+/**
+ * Finds queued jobs whose upload URLs have all expired (the `jobs` read model's `_uploads_until`)
+ * and starts them: their missing uploads then fail. Every replica may scan; the job's claim
+ * decides which one runs it.
+ */
+async function scanExpiredUploads(deps: ProcessorsDeps, startIfReady: (jobId: string) => Promise<void>, signal: AbortSignal) {
+  const every = deps.uploadScanMs ?? 15_000;
+  while (!signal.aborted) {
+    // The abortable sleep removes its listener when it ends: one per loop would pile up.
+    await sleep(every, undefined, { signal }).catch(() => undefined);
+    if (signal.aborted) return;
+    try {
+      const due = await deps.read.find(
+        JOBS,
+        { job_state: 'queued', _uploads_until: { $lte: deps.clock.now().toISOString() } },
+        { limit: 100 },
+      );
+      for (const doc of due)
+        void startIfReady(doc._id).catch((err: unknown) => deps.logger.warn({ err, job_id: doc._id }, 'could not start a job'));
+    } catch (err) {
+      deps.logger.warn({ err }, 'could not look for jobs whose uploads expired');
+    }
+  }
 }

@@ -1,15 +1,22 @@
+import { uploadsOf } from '../../lib/domain/import';
 import type { JobEvent } from '../../lib/domain/job';
 import { ignoreUnknown } from '../../lib/domain/errors';
 import type { StoredEvent } from '../../lib/ports/event-store';
 import type { Doc } from '../../lib/ports/read-store';
 
-/** The `jobs` read model: one document per job, shaped as the Job resource (plus `_id`, `_rev`). */
+/**
+ * The `jobs` read model: one document per job, shaped as the Job resource, plus `_id`, `_rev`
+ * and internal fields whose names start with `_` (never rendered):
+ * - `_uploads_until`: for a queued job with upload items, when the last upload URL expires; the
+ *   processors start such a job then at the latest (`jobsAwaitingUploads`).
+ */
 
 export const JOBS = 'jobs';
 export const JOB_INDEXES = [
   ['drive_id', 'created_at'],
   ['drive_id', 'project_id', 'created_at'],
   ['drive_id', 'job_type', 'created_at'],
+  ['job_state', '_uploads_until'],
 ];
 
 export function evolveJobDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
@@ -17,7 +24,9 @@ export function evolveJobDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
   switch (event.type) {
     case 'JobQueued': {
       const d = event.data;
+      const expiries = d.job_type === 'import/project_media' ? [...uploadsOf(d.request).values()].map((u) => u.expires_at) : [];
       return {
+        ...(expiries.length > 0 && { _uploads_until: expiries.sort().at(-1) }),
         _id: d.job_id,
         _rev: stored.revision,
         job_id: d.job_id,
@@ -56,6 +65,7 @@ export function evolveJobDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
     }
     case 'JobLeaseRenewed':
     case 'MediaSecondsCharged':
+    case 'UploadReceived':
       return doc;
     default:
       return ignoreUnknown(event, doc);
@@ -64,6 +74,7 @@ export function evolveJobDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
 
 /** The Job resource as the API returns it (and the webhook will POST it). */
 export function renderJob(doc: Doc): Record<string, unknown> {
-  const { _id, _rev, ...job } = doc;
+  const job: Record<string, unknown> = {};
+  for (const key in doc) if (key[0] !== '_') job[key] = doc[key];
   return job;
 }

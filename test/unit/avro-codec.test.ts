@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Type } from 'avsc';
 import { canonicalForm, createAvroCodec, crc64Avro, fingerprintOf } from '../../lib/adapters/kafka/avro-codec';
+import type { CompositionEvent } from '../../lib/domain/composition';
 import type { JobEvent } from '../../lib/domain/job';
 import type { ProjectEvent } from '../../lib/domain/project';
 import { DEFAULT_SETTINGS, type DriveEvent, type TokenEvent } from '../../lib/domain/tenancy';
@@ -12,7 +13,7 @@ import type { StoredEvent } from '../../lib/ports/event-store';
 const SCHEMA_DIR = join(__dirname, '../../schemas/events');
 const codec = createAvroCodec({ schemaDir: SCHEMA_DIR });
 
-type DomainEvent = JobEvent | ProjectEvent | DriveEvent | TokenEvent;
+type DomainEvent = JobEvent | ProjectEvent | DriveEvent | TokenEvent | CompositionEvent;
 const T = '2024-05-01T10:00:00.000Z';
 const JOB = 'project-media-import-5b0f7c1e-8a43-4a7e-9d4b-0f3c2a1e6d55';
 const PROJECT = '1e7d4a0c-3b5f-4c8e-a2d9-6f0b1c3e5a77';
@@ -80,10 +81,65 @@ const domainEvents: DomainEvent[] = [
       short_id: '1e7d4',
       name: 'Main',
       clips: [{ media: 'multicam', in: 0, out: 61.25 }],
+      markers: [{ time: 12.5, label: 'laugh' }],
       width: 1920,
       height: 1080,
       origin: `${JOB}#0`,
       created_at: T,
+    },
+  },
+  { type: 'CompositionRangeCut', data: { from: 1.25, to: 3.5, at: T } },
+  { type: 'CompositionRangeKept', data: { from: 0, to: 58.75, at: T } },
+  {
+    type: 'CompositionClipsInserted',
+    data: {
+      time: 10,
+      clips: [
+        { media: 'cam-b.mp4', in: 2.5, out: 7.125 },
+        { media: 'constructor', in: 0, out: 1 },
+      ],
+      at: T,
+    },
+  },
+  { type: 'CompositionClipsRemoved', data: { indexes: [0, 2], at: T } },
+  { type: 'CompositionClipsReordered', data: { order: [1, 0], at: T } },
+  { type: 'CompositionRenamed', data: { name: 'Final cut', at: T } },
+  { type: 'CompositionMarkerAdded', data: { time: 30.001, label: 'chapter 2', at: T } },
+  { type: 'CompositionReverted', data: { to_revision: 4, at: T } },
+  {
+    type: 'MediaTranscribed',
+    data: {
+      project_id: PROJECT,
+      ref: 'cam-a.mp4',
+      transcript_key: `transcripts/${'ab'.repeat(32)}.json`,
+      sha256: 'ab'.repeat(32),
+      word_count: 9000,
+      language: null,
+      transcriber: 'openai',
+      job_id: JOB,
+      transcribed_at: T,
+    },
+  },
+  {
+    type: 'CompositionAdded',
+    data: {
+      project_id: PROJECT,
+      composition_id: `${PROJECT.slice(0, 30)}000002`,
+      short_id: '1e7d4',
+      name: 'Main',
+      origin: `${JOB}#0`,
+      created_at: T,
+    },
+  },
+  {
+    type: 'UploadReceived',
+    data: {
+      job_id: JOB,
+      ref: 'cam-b.mp4',
+      asset_id: USER,
+      blob_key: `${DRIVE}/${PROJECT}/${USER}`,
+      size_bytes: 5_000_000_000,
+      received_at: T,
     },
   },
   { type: 'DriveCreated', data: { drive_id: DRIVE, name: 'Acme', webhook_secret: 'whsec_x', settings: DEFAULT_SETTINGS, created_at: T } },
@@ -207,6 +263,14 @@ describe('Avro codec', () => {
       const buf = encodeWithOldSchema();
       const decoded = createAvroCodec({ schemaDir: currentSchemasWithHistory('MediaImported.1.avsc') }).decode(buf);
       assert.deepEqual(decoded, { ...event('MediaImported'), data: { ...oldData, language: null } });
+    });
+
+    it('reads a CompositionCreated written before markers existed (history v1) as having none', () => {
+      const v1Dir = tempDir();
+      cpSync(join(SCHEMA_DIR, 'history', 'CompositionCreated.v1.avsc'), join(v1Dir, 'CompositionCreated.avsc'));
+      const { markers: _m, ...v1Data } = event('CompositionCreated').data;
+      const buf = createAvroCodec({ schemaDir: v1Dir }).encode({ ...event('CompositionCreated'), data: v1Data });
+      assert.deepEqual(codec.decode(buf), { ...event('CompositionCreated'), data: { ...v1Data, markers: [] } });
     });
 
     it('refuses a message whose writer schema it does not know, naming the fingerprint', () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { decideJob, evolveJob, failedAttempts, initialJobState, type JobEvent, type JobResult } from '../../lib/domain/job';
+import { awaitedUploads, decideJob, evolveJob, failedAttempts, initialJobState, type JobEvent, type JobResult } from '../../lib/domain/job';
 import { specFor } from '../fixtures/given';
 
 const given = specFor({ initialState: initialJobState, evolve: evolveJob, decide: decideJob });
@@ -132,4 +132,55 @@ describe('job decider', () => {
   });
 
   it('refuses to cancel a job that does not exist', () => given().when({ type: 'CancelJob', now: T1 }).thenRejects('not_found'));
+
+  describe('uploads', () => {
+    const upload = (asset: string) => ({
+      upload: { asset_id: asset, artifact_id: `${asset}-art`, content_type: 'audio/wav', file_size: 10, expires_at: T20 },
+      language: null,
+    });
+    const withUploads = {
+      ...job,
+      request: {
+        media: [
+          ['a.wav', upload('asset-a')],
+          ['b.wav', upload('asset-b')],
+          ['c.wav', { url: 'https://m.example/c.wav', language: null }],
+        ] as const,
+        compositions: [],
+      },
+    };
+    const queuedWithUploads: JobEvent = { type: 'JobQueued', data: { ...withUploads, created_at: T0 } };
+    const record = (ref: string, asset: string) => ({
+      type: 'RecordUpload' as const,
+      upload: { job_id: job.job_id, ref, asset_id: asset, blob_key: `k/${asset}`, size_bytes: 10 },
+      now: T1,
+    });
+    const received = (ref: string, asset: string): JobEvent => ({
+      type: 'UploadReceived',
+      data: { job_id: job.job_id, ref, asset_id: asset, blob_key: `k/${asset}`, size_bytes: 10, received_at: T1 },
+    });
+    const fold = (...events: JobEvent[]) => events.reduce(evolveJob, initialJobState());
+
+    it('records an upload of a queued job once', () => {
+      given(queuedWithUploads)
+        .when(record('a.wav', 'asset-a'))
+        .then([received('a.wav', 'asset-a')]);
+      given(queuedWithUploads, received('a.wav', 'asset-a')).when(record('a.wav', 'asset-a')).then([]);
+    });
+    it('refuses an upload the job does not have, or under another asset id', () => {
+      given(queuedWithUploads).when(record('c.wav', 'asset-a')).thenRejects('not_found');
+      given(queuedWithUploads).when(record('a.wav', 'asset-b')).thenRejects('not_found');
+      given(queuedWithUploads).when(record('constructor', 'asset-a')).thenRejects('not_found');
+    });
+    it('refuses an upload once the job has started or was cancelled', () => {
+      given(queuedWithUploads, started).when(record('a.wav', 'asset-a')).thenRejects('conflict', { state: 'running' });
+      given(queuedWithUploads, cancelled).when(record('a.wav', 'asset-a')).thenRejects('conflict', { state: 'cancelled' });
+    });
+    it('awaits the uploads that have not arrived until their URLs expire', () => {
+      assert.deepEqual(awaitedUploads(fold(queuedWithUploads), T1), ['a.wav', 'b.wav']);
+      assert.deepEqual(awaitedUploads(fold(queuedWithUploads, received('b.wav', 'asset-b')), T1), ['a.wav']);
+      assert.deepEqual(awaitedUploads(fold(queuedWithUploads, received('b.wav', 'asset-b')), T20), []);
+      assert.deepEqual(awaitedUploads(fold(queued), T1), []);
+    });
+  });
 });

@@ -1,12 +1,5 @@
 import assert from 'node:assert/strict';
-import {
-  compositionDuration,
-  compositionMediaType,
-  decideProject,
-  evolveProject,
-  initialProjectState,
-  type ProjectEvent,
-} from '../../lib/domain/project';
+import { decideProject, evolveProject, initialProjectState, mediaHasVideo, type ProjectEvent } from '../../lib/domain/project';
 import { specFor } from '../fixtures/given';
 
 const given = specFor({ initialState: initialProjectState, evolve: evolveProject, decide: decideProject });
@@ -65,38 +58,73 @@ describe('project decider', () => {
       .when({ type: 'AddMedia', file: file('a.wav', 'j', 1), now: T0 })
       .thenRejects('not_found'));
 
-  const compose = (candidateIds: string[], clipMedia = ['a.wav', 'missing.wav']) => ({
-    type: 'CreateComposition' as const,
+  it('adds media with its transcript in one decision', () =>
+    given(created)
+      .when({
+        type: 'AddMedia',
+        file: file('a.wav', 'job-1', 2),
+        transcript: { transcript_key: 'transcripts/ab.json', sha256: 'ab', word_count: 3, language: 'en', transcriber: 'openai' },
+        now: T0,
+      })
+      .then([
+        imported('a.wav'),
+        {
+          type: 'MediaTranscribed',
+          data: {
+            project_id: 'p',
+            ref: 'a.wav',
+            transcript_key: 'transcripts/ab.json',
+            sha256: 'ab',
+            word_count: 3,
+            language: 'en',
+            transcriber: 'openai',
+            job_id: 'job-1',
+            transcribed_at: T0,
+          },
+        },
+      ]));
+  it('keeps the transcript reference on the media file', () => {
+    const [, transcribed] = decideProject(
+      {
+        type: 'AddMedia',
+        file: file('a.wav', 'job-1', 2),
+        transcript: { transcript_key: 'k', sha256: 's', word_count: 1, language: null, transcriber: 'pocketsphinx' },
+        now: T0,
+      },
+      evolveProject(initialProjectState(), created),
+    ) as ProjectEvent[];
+    const state = [created, imported('a.wav'), transcribed].reduce(evolveProject, initialProjectState());
+    assert.ok(state.exists);
+    assert.equal(state.media.get('a.wav')?.transcript?.transcript_key, 'k');
+  });
+
+  const compose = (candidateIds: string[]) => ({
+    type: 'AddComposition' as const,
     origin: 'job-1#0',
     name: 'Main',
-    clipMedia,
-    width: 1920,
-    height: 1080,
     candidateIds,
     now: T0,
   });
-  it('creates a composition from the imported clips, skipping media that is not there', () =>
+  it('lists a composition with a short id free in the project', () =>
     given(created, imported('a.wav'))
       .when(compose(['abcde000-0000-4000-8000-000000000000']))
       .then([
         {
-          type: 'CompositionCreated',
+          type: 'CompositionAdded',
           data: {
             project_id: 'p',
             composition_id: 'abcde000-0000-4000-8000-000000000000',
             short_id: 'abcde',
             name: 'Main',
-            clips: [{ media: 'a.wav', in: 0, out: 2 }],
-            width: 1920,
-            height: 1080,
             origin: 'job-1#0',
             created_at: T0,
           },
         },
       ]));
-  it('picks the next candidate when a short id is taken in the project', () => {
-    const first = {
-      type: 'CompositionCreated' as const,
+  it('picks the next candidate when a short id is taken, also by a composition of the old whole-project shape', () => {
+    // Before compositions had their own streams, the project stream held them whole.
+    const legacy = {
+      type: 'CompositionCreated',
       data: {
         project_id: 'p',
         composition_id: 'abcde000-0000-4000-8000-000000000000',
@@ -108,15 +136,18 @@ describe('project decider', () => {
         origin: 'other#0',
         created_at: T0,
       },
-    };
-    const events = decideProject(
-      compose(['abcde111-0000-4000-8000-000000000000', 'fffff000-0000-4000-8000-000000000000']),
-      [created, imported('a.wav'), first].reduce(evolveProject, initialProjectState()),
+    } as unknown as ProjectEvent;
+    const state = [created, imported('a.wav'), legacy].reduce(evolveProject, initialProjectState());
+    assert.ok(state.exists);
+    assert.deepEqual(
+      state.compositions.map((c) => c.short_id),
+      ['abcde'],
     );
+    const events = decideProject(compose(['abcde111-0000-4000-8000-000000000000', 'fffff000-0000-4000-8000-000000000000']), state);
     assert.ok(Array.isArray(events));
-    assert.equal(events[0].type === 'CompositionCreated' && events[0].data.short_id, 'fffff');
+    assert.equal(events[0].type === 'CompositionAdded' && events[0].data.short_id, 'fffff');
   });
-  it('creates a composition once per origin', () => {
+  it('lists a composition once per origin', () => {
     const state = [created, imported('a.wav')].reduce(evolveProject, initialProjectState());
     const events = decideProject(compose(['abcde000-0000-4000-8000-000000000000']), state) as ProjectEvent[];
     given(created, imported('a.wav'), ...events)
@@ -124,15 +155,16 @@ describe('project decider', () => {
       .then([]);
   });
 
-  it('measures compositions: duration is the clips end to end; video when any clip has video', () => {
-    const clips = [
-      { media: 'a', in: 0, out: 2.5 },
-      { media: 'v', in: 1, out: 2 },
-    ];
-    assert.equal(compositionDuration(clips), 3.5);
-    const state = [created, imported('a'), imported('v', 'job-1', 2, true)].reduce(evolveProject, initialProjectState());
+  it("tells whether a media reference plays video, through a sequence's tracks too", () => {
+    const sequence: ProjectEvent = {
+      type: 'MediaImported',
+      data: { ...file('s', 'job-1', 2), media_type: 'sequence', has_video: false, tracks: [{ media: 'v', offset: 0 }], imported_at: T0 },
+    };
+    const state = [created, imported('a'), imported('v', 'job-1', 2, true), sequence].reduce(evolveProject, initialProjectState());
     assert.ok(state.exists);
-    assert.equal(compositionMediaType(clips, state.media), 'video');
-    assert.equal(compositionMediaType([clips[0]], state.media), 'audio');
+    assert.equal(mediaHasVideo(state.media, 'v'), true);
+    assert.equal(mediaHasVideo(state.media, 's'), true);
+    assert.equal(mediaHasVideo(state.media, 'a'), false);
+    assert.equal(mediaHasVideo(state.media, 'constructor'), false);
   });
 });

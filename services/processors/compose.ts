@@ -1,0 +1,75 @@
+import { v5 as uuidv5 } from 'uuid';
+import { handleCommand } from '../../lib/app/command-handler';
+import { projectDecider } from '../../lib/app/deciders';
+import { compositionDecider } from '../../lib/domain/composition';
+import type { Clip } from '../../lib/domain/edl';
+import { streams } from '../../lib/domain/ids';
+import type { ImportPlan } from '../../lib/domain/import';
+import type { CompositionEntry, ProjectState } from '../../lib/domain/project';
+import type { ImportWorkDeps } from './import-work';
+import type { JobContext } from './job-runner';
+
+/**
+ * Compositions an import makes. Each is listed on the project stream first (which keeps short
+ * ids unique in the project), then created on its own stream. Both steps are idempotent by
+ * origin, so a retried job that crashed between them finishes the composition it began.
+ */
+
+const COMPOSITION_NAMESPACE = '5b0f2f55-6c1e-4f0e-9a43-0e4b1c2d7a10';
+export const DEFAULT_SIZE = { width: 1920, height: 1080 } as const;
+
+export type CompositionSpec = ImportPlan['compositions'][number];
+
+export async function createComposition(
+  deps: ImportWorkDeps,
+  ctx: JobContext,
+  project: Extract<ProjectState, { exists: true }>,
+  origin: string,
+  spec: { name: string; clips: readonly Clip[]; width: number; height: number },
+): Promise<{ entry: CompositionEntry; project: ProjectState }> {
+  const metadata = { partition_key: ctx.job.project_id, drive_id: ctx.job.drive_id, causation_id: ctx.job.job_id };
+  const now = () => deps.clock.now().toISOString();
+  // Deterministic candidates: a retry proposes the same ids, and the first free short id wins.
+  const candidateIds = Array.from({ length: 16 }, (_, n) => uuidv5(`${origin}#${n}`, COMPOSITION_NAMESPACE));
+  const listed = await handleCommand(
+    deps.store,
+    streams.project(ctx.job.project_id),
+    projectDecider,
+    { type: 'AddComposition', origin, name: spec.name, candidateIds, now: now() },
+    { newId: deps.ids.uuidv7, metadata },
+  );
+  const state = listed.state;
+  const entry = state.exists ? state.compositions.find((c) => c.origin === origin) : undefined;
+  if (!entry) throw new Error(`composition ${origin} was not listed in project ${ctx.job.project_id}`);
+  await handleCommand(
+    deps.store,
+    streams.composition(entry.composition_id),
+    compositionDecider,
+    {
+      type: 'CreateComposition',
+      composition: {
+        project_id: project.project.project_id,
+        composition_id: entry.composition_id,
+        short_id: entry.short_id,
+        name: spec.name,
+        clips: spec.clips,
+        width: spec.width,
+        height: spec.height,
+        origin,
+      },
+      now: now(),
+    },
+    { newId: deps.ids.uuidv7, metadata },
+  );
+  return { entry, project: state };
+}
+
+/** Each clip plays its media whole; media that did not import, or has no duration (an image), is left out. */
+export function wholeClips(project: Extract<ProjectState, { exists: true }>, refs: readonly string[]): Clip[] {
+  const clips: Clip[] = [];
+  for (const ref of refs) {
+    const seconds = project.media.get(ref)?.duration_seconds;
+    if (seconds) clips.push({ media: ref, in: 0, out: seconds });
+  }
+  return clips;
+}

@@ -1,0 +1,77 @@
+import { storeTranscript } from '../../lib/app/transcripts';
+import { AppError } from '../../lib/domain/errors';
+import { acceptMedia } from '../../lib/domain/media-formats';
+import type { AddMedia } from '../../lib/domain/project';
+import type { ImportWorkDeps } from './import-work';
+import type { JobContext } from './job-runner';
+
+/**
+ * A stored file becomes a project media file: probe it, decide whether it is media we import,
+ * and transcribe its speech into a transcript blob. What this returns is one `AddMedia`.
+ */
+
+export type FileOutcome = Pick<AddMedia, 'file' | 'transcript'>;
+
+export type Source = {
+  readonly ref: string;
+  readonly blobKey: string;
+  readonly size: number;
+  readonly sourceUrl: string | null;
+  readonly language: string | null;
+};
+
+/** Phases of one file, each reported with the fraction of that phase done. */
+export type Phase = 'probing' | 'transcribing';
+
+export async function describeMedia(
+  deps: ImportWorkDeps,
+  ctx: JobContext,
+  source: Source,
+  report: (phase: Phase, fraction: number) => void,
+): Promise<FileOutcome> {
+  const { signal } = ctx;
+  report('probing', 0);
+  const path = deps.blobs.localPath(source.blobKey);
+  const probe = await deps.prober.probe(path, { signal });
+  const accepted = acceptMedia(probe);
+  if ('error_message' in accepted) throw new AppError('invalid_input', accepted.error_message);
+  const duration = accepted.type === 'image' ? null : (probe.durationSeconds ?? 0);
+
+  let transcript: FileOutcome['transcript'] = null;
+  if (probe.hasAudio && accepted.type !== 'image') {
+    report('transcribing', 0);
+    const transcription = await deps.transcriber.transcribe(path, {
+      language: source.language,
+      signal,
+      durationSeconds: duration ?? undefined,
+      onProgress: (fraction) => report('transcribing', fraction),
+    });
+    if (transcription) {
+      const stored = await storeTranscript(deps.blobs, transcription.words, { signal });
+      transcript = {
+        transcript_key: stored.key,
+        sha256: stored.sha256,
+        word_count: stored.word_count,
+        language: transcription.language,
+        transcriber: deps.transcriber.name,
+      };
+    }
+  }
+  return {
+    file: {
+      project_id: ctx.job.project_id,
+      ref: source.ref,
+      media_type: accepted.type,
+      duration_seconds: duration,
+      blob_key: source.blobKey,
+      size_bytes: source.size,
+      has_audio: probe.hasAudio,
+      has_video: accepted.type === 'video',
+      source_url: source.sourceUrl,
+      language: transcript?.language ?? source.language,
+      tracks: null,
+      job_id: ctx.job.job_id,
+    },
+    transcript,
+  };
+}

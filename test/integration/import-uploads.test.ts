@@ -1,0 +1,185 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadState } from '../../lib/app/command-handler';
+import { projectDecider } from '../../lib/app/deciders';
+import { streams } from '../../lib/domain/ids';
+import { startHarness, type Harness } from '../fixtures/harness';
+import { makeTestMedia } from '../fixtures/media';
+import { startMediaServer } from '../fixtures/media-server';
+
+/** Direct uploads through the signed upload_url, mixed with URL items (issue: import, rule 1). */
+describe('import with direct uploads (HTTP, embedded adapters)', function () {
+  this.timeout(60_000);
+  let h: Harness;
+  let media: Awaited<ReturnType<typeof startMediaServer>>;
+  let wav: string;
+  let mp3: string;
+
+  before(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'uploads-'));
+    [wav, mp3] = await Promise.all([makeTestMedia(dir, 'wav', 2), makeTestMedia(dir, 'mp3', 3)]);
+    media = await startMediaServer({ 'voice.mp3': mp3 });
+    h = await startHarness({ uploadTtlMs: 60 * 60 * 1000 });
+  });
+  after(async () => {
+    await h?.close();
+    await media?.close();
+  });
+
+  /** The path and query of a signed URL: the harness serves it through supertest. */
+  const local = (url: string) => {
+    const u = new URL(url);
+    return `${u.pathname}${u.search}`;
+  };
+  const accept = async (body: Record<string, unknown>) => {
+    const res = await h.http.post('/v1/jobs/import/project_media').set(h.auth()).send(body);
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.ok(h.schemas.validator('import-response')(res.body), JSON.stringify(h.schemas.validator('import-response').errors));
+    return res.body as { job_id: string; project_id: string; upload_urls?: Record<string, { upload_url: string; asset_id: string; artifact_id: string }> };
+  };
+  const sha = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+
+  it('answers upload_urls only for upload items, mixes them with URL items, and processes the upload once it arrives', async () => {
+    const bytes = readFileSync(wav);
+    const accepted = await accept({
+      project_name: 'Uploads',
+      add_media: {
+        'up.wav': { content_type: 'audio/wav', file_size: bytes.length, language: 'en' },
+        'voice.mp3': { url: media.url('file', 'voice.mp3') },
+      },
+      add_compositions: [{ name: 'Both', clips: [{ media: 'up.wav' }, { media: 'voice.mp3' }] }],
+    });
+    assert.deepEqual(Object.keys(accepted.upload_urls ?? {}), ['up.wav']);
+    const { upload_url, asset_id, artifact_id } = accepted.upload_urls!['up.wav'];
+    assert.notEqual(asset_id, artifact_id);
+    assert.ok(upload_url.startsWith('http://api.test/v1/uploads/'), upload_url);
+
+    // Waiting for its upload, the job stays queued; the URL item is not lost meanwhile.
+    await new Promise((r) => setTimeout(r, 300));
+    const waiting = await h.http.get(`/v1/jobs/${accepted.job_id}`).set(h.auth());
+    assert.equal(waiting.body.job_state, 'queued');
+    assert.equal(waiting.body._uploads_until, undefined, 'internal read-model fields are never rendered');
+
+    const put = await h.http.put(local(upload_url)).set('Content-Type', 'application/octet-stream').send(bytes);
+    assert.equal(put.status, 200, JSON.stringify(put.body));
+
+    const job = await h.waitForJob(accepted.job_id);
+    const result = job.result as Record<string, any>;
+    assert.equal(result.status, 'success', JSON.stringify(result));
+    assert.ok(Math.abs(result.media_status['up.wav'].duration_seconds - 2) < 0.1);
+    assert.ok(Math.abs(result.media_status['voice.mp3'].duration_seconds - 3) < 0.2);
+
+    const { state } = await loadState(h.store, streams.project(accepted.project_id), projectDecider);
+    assert.ok(state.exists);
+    const file = state.media.get('up.wav')!;
+    assert.equal(file.media_type, 'audio');
+    assert.equal(file.size_bytes, bytes.length);
+    assert.equal(sha(readFileSync(h.processorDeps.blobs.localPath(file.blob_key!))), sha(bytes), 'the stored bytes are the uploaded ones');
+
+    assert.deepEqual(
+      readdirSync(join(h.dir, 'uploads')).filter((f) => f.startsWith(asset_id)),
+      [`${asset_id}.json`],
+      'only the completion mark stays once the job has used the upload',
+    );
+
+    const again = await h.http.put(local(upload_url)).set('Content-Type', 'application/octet-stream').send(bytes);
+    assert.equal(again.status, 409, 'a PUT to an upload already complete is refused');
+    assert.equal(again.body.state, 'complete');
+  });
+
+  it('resumes an upload sent in three chunks, reporting progress with 308 and Range, and stores exactly the original bytes', async () => {
+    const bytes = readFileSync(mp3);
+    const accepted = await accept({ project_name: 'Chunks', add_media: { 'big.mp3': { content_type: 'audio/mpeg', file_size: bytes.length } } });
+    const path = local(accepted.upload_urls!['big.mp3'].upload_url);
+    const put = (range: string, body: Buffer) =>
+      h.http.put(path).set('Content-Type', 'application/octet-stream').set('Content-Range', range).send(body);
+    const total = bytes.length;
+    const cuts = [0, Math.floor(total / 3), Math.floor((2 * total) / 3), total];
+
+    const first = await put(`bytes ${cuts[0]}-${cuts[1] - 1}/${total}`, bytes.subarray(cuts[0], cuts[1]));
+    assert.equal(first.status, 308);
+    assert.equal(first.headers.range, `bytes=0-${cuts[1] - 1}`);
+    const status = await put(`bytes */${total}`, Buffer.alloc(0));
+    assert.equal(status.status, 308);
+    assert.equal(status.headers.range, `bytes=0-${cuts[1] - 1}`);
+    assert.equal((await put(`bytes ${cuts[1]}-${cuts[2] - 1}/${total}`, bytes.subarray(cuts[1], cuts[2]))).status, 308);
+    assert.equal((await put(`bytes ${cuts[2]}-${total - 1}/${total}`, bytes.subarray(cuts[2]))).status, 200);
+
+    const job = await h.waitForJob(accepted.job_id);
+    assert.equal((job.result as any).status, 'success', JSON.stringify(job.result));
+    const { state } = await loadState(h.store, streams.project(accepted.project_id), projectDecider);
+    assert.ok(state.exists);
+    const stored = readFileSync(h.processorDeps.blobs.localPath(state.media.get('big.mp3')!.blob_key!));
+    assert.equal(sha(stored), sha(bytes));
+  });
+
+  it('refuses a tampered URL, a body larger than file_size and a body that is not octet-stream', async () => {
+    const bytes = readFileSync(wav);
+    const accepted = await accept({ project_name: 'Refusals', add_media: { 'a.wav': { content_type: 'audio/wav', file_size: bytes.length } } });
+    const url = new URL(accepted.upload_urls!['a.wav'].upload_url);
+    const tampered = new URL(url);
+    tampered.searchParams.set('file_size', String(bytes.length * 2));
+    const r1 = await h.http.put(local(tampered.toString())).set('Content-Type', 'application/octet-stream').send(Buffer.concat([bytes, bytes]));
+    assert.equal(r1.status, 403, JSON.stringify(r1.body));
+    const r2 = await h.http.put(local(url.toString())).set('Content-Type', 'application/octet-stream').send(Buffer.concat([bytes, bytes]));
+    assert.equal(r2.status, 413, JSON.stringify(r2.body));
+    assert.match(r2.body.message, /file_size/);
+    const r3 = await h.http.put(local(url.toString())).set('Content-Type', 'application/json').send('{}');
+    assert.ok([400, 415].includes(r3.status), `${r3.status} ${JSON.stringify(r3.body)}`);
+    // The upload is still possible after the refusals.
+    const ok = await h.http.put(local(url.toString())).set('Content-Type', 'application/octet-stream').send(bytes);
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal(((await h.waitForJob(accepted.job_id)).result as any).status, 'success');
+  });
+});
+
+describe('import with an upload that never arrives', function () {
+  this.timeout(30_000);
+  let h: Harness;
+  let media: Awaited<ReturnType<typeof startMediaServer>>;
+
+  before(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'expiry-'));
+    media = await startMediaServer({ 'voice.wav': await makeTestMedia(dir, 'wav', 1) });
+    h = await startHarness({ uploadTtlMs: 2000, uploadScanMs: 100 });
+  });
+  after(async () => {
+    await h?.close();
+    await media?.close();
+  });
+
+  it('fails the missing file when its URL expires, ends the job partial, and refuses the expired URL', async () => {
+    const res = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth())
+      .send({
+        project_name: 'Late',
+        add_media: { 'late.wav': { content_type: 'audio/wav', file_size: 1000 }, 'voice.wav': { url: media.url('file', 'voice.wav') } },
+      });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const job = await h.waitForJob(res.body.job_id, undefined, 15_000);
+    const result = job.result as Record<string, any>;
+    assert.equal(result.status, 'partial', JSON.stringify(result));
+    assert.equal(result.media_status['late.wav'].status, 'failed');
+    assert.match(result.media_status['late.wav'].error_message, /did not arrive before its URL expired/);
+    assert.equal(result.media_status['voice.wav'].status, 'success');
+
+    const url = new URL(res.body.upload_urls['late.wav'].upload_url);
+    const late = await h.http.put(`${url.pathname}${url.search}`).set('Content-Type', 'application/octet-stream').send(Buffer.alloc(1000));
+    assert.equal(late.status, 403, JSON.stringify(late.body));
+    assert.match(late.body.message, /expired/);
+  });
+
+  it('ends the job with error when its only file never arrives', async () => {
+    const res = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth())
+      .send({ project_name: 'Never', add_media: { 'never.wav': { content_type: 'audio/wav', file_size: 1000 } } });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const job = await h.waitForJob(res.body.job_id, undefined, 15_000);
+    assert.equal((job.result as any).status, 'error', JSON.stringify(job.result));
+  });
+});
