@@ -12,9 +12,10 @@ COPY . .
 RUN npm run build && npm prune --omit=dev
 
 # Runtime stage: the same base (the native module was built against it), without compilers.
+# pocketsphinx and its English model serve TRANSCRIBER=pocketsphinx (Debian bookworm packages).
 FROM node:20-bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ffmpeg \
+ && apt-get install -y --no-install-recommends ffmpeg pocketsphinx pocketsphinx-en-us \
  && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production \
     DATA_DIR=/data \

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { openEventStore, openReadStore } from '../lib/adapters/from-config';
+import { openEventStore, openMedia, openReadStore } from '../lib/adapters/from-config';
 import { httpCommon } from '../lib/adapters/http-common';
 import { createBalanceReader } from '../lib/app/balance';
 import { ConfigError } from '../lib/config';
@@ -21,6 +21,8 @@ import { commandDeps } from '../services/command-api/from-config';
  * starts: a port in use stops start-up with one line, not after jobs began.
  */
 runService('serve', async (config, logger) => {
+  // Checked here too, so a transcriber that cannot run stops start-up rather than the worker's restarts.
+  openMedia(config);
   const metrics = createMetrics();
   const store = openEventStore(config);
   const readSide = await openReadStore(config);

@@ -57,7 +57,8 @@ export class ConfigError extends Error {}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
   const raw = cleanEnv(
-    env,
+    // An empty variable is an unset one (compose's `${X:-}` passes optional settings through so).
+    Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')),
     {
       PORT: port({ default: 8080 }),
       DATA_DIR: str({ default: './data' }),

@@ -40,6 +40,14 @@ describe('configuration from the environment', () => {
     );
   });
 
+  it('reads an empty variable as unset, and refuses a short SIGNING_SECRET', () => {
+    const config = loadConfig({ TRANSCRIBER_URL: '', TRANSCRIBER_API_KEY: '', SIGNING_SECRET: '' });
+    assert.equal(config.transcriber.url, undefined);
+    assert.equal(config.signingSecret, undefined);
+    assert.equal(config.uploadUrlTtlSeconds, 3 * 3600);
+    assert.throws(() => loadConfig({ SIGNING_SECRET: 'short' }), /SIGNING_SECRET: must be at least 16 characters/);
+    assert.throws(() => loadConfig({ TRANSCRIBER: 'openai', TRANSCRIBER_URL: '' }), /TRANSCRIBER_URL: required/);
+  });
   it('requires TRANSCRIBER_URL for the openai transcriber', () => {
     assert.throws(() => loadConfig({ TRANSCRIBER: 'openai' }), /TRANSCRIBER_URL/);
   });

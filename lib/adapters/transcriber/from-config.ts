@@ -1,4 +1,4 @@
-import type { Config } from '../../config';
+import { ConfigError, type Config } from '../../config';
 import type { Transcriber } from '../../ports/transcriber';
 import type { ChunkingOptions } from './chunked';
 import { createNoTranscriber } from './none';
@@ -18,18 +18,18 @@ export function createTranscriber(config: Config['transcriber'], deps: Transcrib
     case 'none':
       return createNoTranscriber();
     case 'openai':
-      if (!config.url) throw new Error('invalid configuration: TRANSCRIBER_URL: required when TRANSCRIBER=openai');
+      if (!config.url) throw new ConfigError('invalid configuration: TRANSCRIBER_URL: required when TRANSCRIBER=openai');
       return createOpenAiTranscriber({ ...deps, url: config.url, apiKey: config.apiKey, model: deps.openAiModel });
     case 'pocketsphinx': {
       const binaryPath = deps.pocketsphinxPath ?? findPocketsphinx();
       if (!binaryPath) {
-        throw new Error(
+        throw new ConfigError(
           'invalid configuration: TRANSCRIBER: pocketsphinx is not installed (apt-get install pocketsphinx pocketsphinx-en-us)',
         );
       }
       return createPocketsphinxTranscriber({ ...deps, binaryPath });
     }
     default:
-      throw new Error(`invalid configuration: TRANSCRIBER: unknown transcriber "${String(config.kind satisfies never)}"`);
+      throw new ConfigError(`invalid configuration: TRANSCRIBER: unknown transcriber "${String(config.kind satisfies never)}"`);
   }
 }
