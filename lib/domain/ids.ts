@@ -16,6 +16,8 @@ export const streams = {
   job: (jobId: string) => `job-${jobId}`,
   project: (projectId: string) => `project-${projectId}`,
   composition: (compositionId: string) => `composition-${compositionId}`,
+  /** `folderId` is derived from the drive and the path (see lib/app/folders). */
+  folder: (folderId: string) => `folder-${folderId}`,
   drive: (driveId: string) => `drive-${driveId}`,
   token: (tokenHash: string) => `token-${tokenHash}`,
 } as const;

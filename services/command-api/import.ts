@@ -6,6 +6,7 @@ import { AppError, forbidden, invalidInput, notFound } from '../../lib/domain/er
 import { importJobId, projectUrl, streams } from '../../lib/domain/ids';
 import type { Clock, Ids } from '../../lib/ports/clock';
 import type { EventStore } from '../../lib/ports/event-store';
+import { ensureFolders } from '../../lib/app/folders';
 import { planImport, type ImportRequest } from '../../lib/app/import-plan';
 import { isSequenceItem, uploadsOf, type UploadItem } from '../../lib/domain/import';
 
@@ -63,6 +64,10 @@ export async function acceptImport(deps: ImportDeps, who: Principal, body: Impor
   // Time-ordered event ids land at the end of the id index instead of on random pages (3x fewer writes per batch).
   const newId = () => deps.ids.uuidv7();
 
+  if (!body.project_id && body.folder_name) {
+    // Folders before the project that sits in them; each level is created once, as needed.
+    await ensureFolders(deps.store, who, body.folder_name, { now, newId, metadata: { ...metadata, partition_key: projectId } });
+  }
   if (!body.project_id) {
     // The project first: a crash between the two appends leaves an empty project, never a job
     // whose project is missing.

@@ -4,6 +4,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDrive } from '../../lib/app/admin';
+import { loadState } from '../../lib/app/command-handler';
+import { projectDecider } from '../../lib/app/deciders';
+import { folderIdOf } from '../../lib/app/folders';
+import { streams } from '../../lib/domain/ids';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
 import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
@@ -131,5 +135,28 @@ describe('POST /v1/jobs/import/project_media (HTTP, embedded adapters)', functio
       .set(h.auth(drive.token))
       .send({ project_name: 'More', add_media: { 'three.wav': { url: media.url('file', 'voice.wav') } } });
     assert.equal(refused.status, 201, 'one second is left: accepted, refused per file');
+  });
+
+  it('creates the nested folders folder_name needs, each once, and keeps existing ones', async () => {
+    const post = (name: string, folder: string) =>
+      h.http
+        .post('/v1/jobs/import/project_media')
+        .set(h.auth())
+        .send({ project_name: name, folder_name: folder, add_media: { 'voice.wav': { url: media.url('file', 'voice.wav') } } });
+    const [a, b] = [await post('Acme call', 'Clients/Acme/2026'), await post('Beta call', 'Clients/Beta')];
+    assert.equal(a.status, 201, JSON.stringify(a.body));
+    assert.equal(b.status, 201, JSON.stringify(b.body));
+    const folder = async (path: string) =>
+      (await h.store.readStream(streams.folder(folderIdOf(h.drive.drive_id, path)))).map((e) => e.data);
+    assert.equal((await folder('Clients')).length, 1, 'the shared parent is created once');
+    assert.deepEqual(
+      (await folder('Clients/Acme/2026')).map((d) => [d.name, d.parent_path]),
+      [['2026', 'Clients/Acme']],
+    );
+    assert.equal((await folder('Clients/Beta')).length, 1);
+    assert.equal((await folder('Clients/Beta/2026')).length, 0);
+    const { state } = await loadState(h.store, streams.project(a.body.project_id), projectDecider);
+    assert.ok(state.exists);
+    assert.equal(state.project.folder_path, 'Clients/Acme/2026');
   });
 });

@@ -6,6 +6,7 @@ import { Type } from 'avsc';
 import { canonicalForm, createAvroCodec, crc64Avro, fingerprintOf } from '../../lib/adapters/kafka/avro-codec';
 import type { CompositionEvent } from '../../lib/domain/composition';
 import type { JobEvent } from '../../lib/domain/job';
+import type { FolderEvent } from '../../lib/domain/folder';
 import type { ProjectEvent } from '../../lib/domain/project';
 import { DEFAULT_SETTINGS, type DriveEvent, type TokenEvent } from '../../lib/domain/tenancy';
 import type { StoredEvent } from '../../lib/ports/event-store';
@@ -13,7 +14,7 @@ import type { StoredEvent } from '../../lib/ports/event-store';
 const SCHEMA_DIR = join(__dirname, '../../schemas/events');
 const codec = createAvroCodec({ schemaDir: SCHEMA_DIR });
 
-type DomainEvent = JobEvent | ProjectEvent | DriveEvent | TokenEvent | CompositionEvent;
+type DomainEvent = JobEvent | ProjectEvent | DriveEvent | TokenEvent | CompositionEvent | FolderEvent;
 const T = '2024-05-01T10:00:00.000Z';
 const JOB = 'project-media-import-5b0f7c1e-8a43-4a7e-9d4b-0f3c2a1e6d55';
 const PROJECT = '1e7d4a0c-3b5f-4c8e-a2d9-6f0b1c3e5a77';
@@ -141,6 +142,10 @@ const domainEvents: DomainEvent[] = [
       size_bytes: 5_000_000_000,
       received_at: T,
     },
+  },
+  {
+    type: 'FolderCreated',
+    data: { folder_id: USER, drive_id: DRIVE, path: 'Clients/Acme', name: 'Acme', parent_path: 'Clients', created_by: USER, created_at: T },
   },
   { type: 'DriveCreated', data: { drive_id: DRIVE, name: 'Acme', webhook_secret: 'whsec_x', settings: DEFAULT_SETTINGS, created_at: T } },
   { type: 'DriveUpdated', data: { drive_id: DRIVE, changes: { name: 'Acme Inc', ai_credits: 50, media_seconds: null }, updated_at: T } },
