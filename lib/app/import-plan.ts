@@ -59,7 +59,8 @@ export function planImport(body: ImportRequest, existingRefs: ReadonlySet<string
     if (kinds[1]) {
       if (item.content_type === undefined) throw invalidInput(`${field}.content_type is required with file_size`);
       if (item.file_size === undefined) throw invalidInput(`${field}.file_size is required with content_type`);
-      if (item.file_size > maxFileBytes) throw invalidInput(`${field}.file_size: ${item.file_size} bytes is over the limit of ${maxFileBytes}`);
+      if (item.file_size > maxFileBytes)
+        throw invalidInput(`${field}.file_size: ${item.file_size} bytes is over the limit of ${maxFileBytes}`);
       if (!options.newUpload) throw new Error('planImport: upload items need options.newUpload');
       const upload = { ...options.newUpload(), content_type: item.content_type, file_size: item.file_size };
       media.set(ref, { upload, language: item.language ?? null });

@@ -12,23 +12,27 @@ export type CommandApiDeps = ApiAppDeps & ImportDeps & { schemas: SchemaRegistry
 /** The write side: every route turns a request into a command on the event store. */
 export function createApp(deps: CommandApiDeps): Koa {
   const signed = deps.uploads ? [createUploadRoutes(deps.uploads)] : [];
-  return createApiApp(deps, (v1) => {
-    v1.post('/jobs/import/project_media', async (ctx) => {
-      const c = ctx as unknown as ApiContext;
-      deps.schemas.assertBody('import-request', c.request.body ?? {});
-      const response = await acceptImport(deps, c.state.auth, c.request.body as ImportRequest, c.state.requestId);
-      c.state.log.info({ job_id: response.job_id, project_id: response.project_id }, 'import accepted');
-      ctx.status = 201;
-      ctx.body = response;
-    });
+  return createApiApp(
+    deps,
+    (v1) => {
+      v1.post('/jobs/import/project_media', async (ctx) => {
+        const c = ctx as unknown as ApiContext;
+        deps.schemas.assertBody('import-request', c.request.body ?? {});
+        const response = await acceptImport(deps, c.state.auth, c.request.body as ImportRequest, c.state.requestId);
+        c.state.log.info({ job_id: response.job_id, project_id: response.project_id }, 'import accepted');
+        ctx.status = 201;
+        ctx.body = response;
+      });
 
-    v1.delete('/jobs/:job_id', async (ctx) => {
-      const c = ctx as unknown as ApiContext;
-      const jobId = ctx.params.job_id;
-      if (!isJobId(jobId)) throw notFound(`job ${jobId} does not exist`);
-      await cancelJob(deps, c.state.auth, jobId, c.state.requestId);
-      c.state.log.info({ job_id: jobId }, 'job cancelled');
-      ctx.status = 204;
-    });
-  }, signed);
+      v1.delete('/jobs/:job_id', async (ctx) => {
+        const c = ctx as unknown as ApiContext;
+        const jobId = ctx.params.job_id;
+        if (!isJobId(jobId)) throw notFound(`job ${jobId} does not exist`);
+        await cancelJob(deps, c.state.auth, jobId, c.state.requestId);
+        c.state.log.info({ job_id: jobId }, 'job cancelled');
+        ctx.status = 204;
+      });
+    },
+    signed,
+  );
 }

@@ -38,7 +38,11 @@ export function commandDeps(config: Config, store: EventStore): Omit<ImportDeps,
         { secret, expiresAt: new Date(u.expires_at) },
       ),
     // Staged beside the blobs (the same volume), so a finished upload moves in with a rename.
-    uploads: uploadRoutes({ secret, store, uploads: createLocalUploadStore({ root: join(config.dataDir, 'uploads'), localPath: blobs.localPath }) }),
+    uploads: uploadRoutes({
+      secret,
+      store,
+      uploads: createLocalUploadStore({ root: join(config.dataDir, 'uploads'), localPath: blobs.localPath }),
+    }),
   };
 }
 

@@ -119,7 +119,11 @@ export async function acceptImport(deps: ImportDeps, who: Principal, body: Impor
       : Object.fromEntries(
           uploads.map(([ref, u]) => [
             ref,
-            { upload_url: deps.uploadUrl({ jobId, driveId: who.driveId, projectId, ref, ...u }), asset_id: u.asset_id, artifact_id: u.artifact_id },
+            {
+              upload_url: deps.uploadUrl({ jobId, driveId: who.driveId, projectId, ref, ...u }),
+              asset_id: u.asset_id,
+              artifact_id: u.artifact_id,
+            },
           ]),
         );
   return { job_id: jobId, drive_id: who.driveId, project_id: projectId, project_url: url, ...(upload_urls && { upload_urls }) };

@@ -38,7 +38,11 @@ describe('import with direct uploads (HTTP, embedded adapters)', function () {
     const res = await h.http.post('/v1/jobs/import/project_media').set(h.auth()).send(body);
     assert.equal(res.status, 201, JSON.stringify(res.body));
     assert.ok(h.schemas.validator('import-response')(res.body), JSON.stringify(h.schemas.validator('import-response').errors));
-    return res.body as { job_id: string; project_id: string; upload_urls?: Record<string, { upload_url: string; asset_id: string; artifact_id: string }> };
+    return res.body as {
+      job_id: string;
+      project_id: string;
+      upload_urls?: Record<string, { upload_url: string; asset_id: string; artifact_id: string }>;
+    };
   };
   const sha = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
@@ -92,7 +96,10 @@ describe('import with direct uploads (HTTP, embedded adapters)', function () {
 
   it('resumes an upload sent in three chunks, reporting progress with 308 and Range, and stores exactly the original bytes', async () => {
     const bytes = readFileSync(mp3);
-    const accepted = await accept({ project_name: 'Chunks', add_media: { 'big.mp3': { content_type: 'audio/mpeg', file_size: bytes.length } } });
+    const accepted = await accept({
+      project_name: 'Chunks',
+      add_media: { 'big.mp3': { content_type: 'audio/mpeg', file_size: bytes.length } },
+    });
     const path = local(accepted.upload_urls!['big.mp3'].upload_url);
     const put = (range: string, body: Buffer) =>
       h.http.put(path).set('Content-Type', 'application/octet-stream').set('Content-Range', range).send(body);
@@ -118,13 +125,22 @@ describe('import with direct uploads (HTTP, embedded adapters)', function () {
 
   it('refuses a tampered URL, a body larger than file_size and a body that is not octet-stream', async () => {
     const bytes = readFileSync(wav);
-    const accepted = await accept({ project_name: 'Refusals', add_media: { 'a.wav': { content_type: 'audio/wav', file_size: bytes.length } } });
+    const accepted = await accept({
+      project_name: 'Refusals',
+      add_media: { 'a.wav': { content_type: 'audio/wav', file_size: bytes.length } },
+    });
     const url = new URL(accepted.upload_urls!['a.wav'].upload_url);
     const tampered = new URL(url);
     tampered.searchParams.set('file_size', String(bytes.length * 2));
-    const r1 = await h.http.put(local(tampered.toString())).set('Content-Type', 'application/octet-stream').send(Buffer.concat([bytes, bytes]));
+    const r1 = await h.http
+      .put(local(tampered.toString()))
+      .set('Content-Type', 'application/octet-stream')
+      .send(Buffer.concat([bytes, bytes]));
     assert.equal(r1.status, 403, JSON.stringify(r1.body));
-    const r2 = await h.http.put(local(url.toString())).set('Content-Type', 'application/octet-stream').send(Buffer.concat([bytes, bytes]));
+    const r2 = await h.http
+      .put(local(url.toString()))
+      .set('Content-Type', 'application/octet-stream')
+      .send(Buffer.concat([bytes, bytes]));
     assert.equal(r2.status, 413, JSON.stringify(r2.body));
     assert.match(r2.body.message, /file_size/);
     const r3 = await h.http.put(local(url.toString())).set('Content-Type', 'application/json').send('{}');
