@@ -22,21 +22,7 @@ export function commandDeps(config: Config, store: EventStore): Omit<ImportDeps,
     urlRefusal: openUrlRefusal(config),
     uploadTtlMs: config.uploadUrlTtlSeconds * 1000,
     mediaMaxBytes: config.mediaMaxBytes,
-    uploadUrl: (u) =>
-      uploadUrl(
-        config.baseUrl,
-        {
-          asset_id: u.asset_id,
-          job_id: u.jobId,
-          drive_id: u.driveId,
-          project_id: u.projectId,
-          media_ref: u.ref,
-          content_type: u.content_type,
-          file_size: u.file_size,
-          extra: { artifact_id: u.artifact_id },
-        },
-        { secret, expiresAt: new Date(u.expires_at) },
-      ),
+    uploadUrl: signedUploadUrl(config.baseUrl, secret),
     // Staged beside the blobs (the same volume), so a finished upload moves in with a rename.
     uploads: uploadRoutes({
       secret,
@@ -45,6 +31,25 @@ export function commandDeps(config: Config, store: EventStore): Omit<ImportDeps,
     }),
   };
 }
+
+/** `upload_url` of an upload item: its job, drive, project, reference, type and size, signed until it expires. */
+export const signedUploadUrl =
+  (baseUrl: string, secret: string): ImportDeps['uploadUrl'] =>
+  (u) =>
+    uploadUrl(
+      baseUrl,
+      {
+        asset_id: u.asset_id,
+        job_id: u.jobId,
+        drive_id: u.driveId,
+        project_id: u.projectId,
+        media_ref: u.ref,
+        content_type: u.content_type,
+        file_size: u.file_size,
+        extra: { artifact_id: u.artifact_id },
+      },
+      { secret, expiresAt: new Date(u.expires_at) },
+    );
 
 /** The signed upload routes: a finished upload is recorded on its job, which then goes on by itself. */
 export function uploadRoutes(deps: Pick<UploadRouteDeps, 'secret' | 'uploads'> & { store: EventStore }): UploadRouteDeps {

@@ -103,7 +103,7 @@ async function writeAtomically(target: string, source: Readable, maxBytes: numbe
 }
 
 /** Makes the rename itself durable across a power loss, not just the file's bytes. */
-async function syncDirectory(dir: string): Promise<void> {
+export async function syncDirectory(dir: string): Promise<void> {
   const handle = await open(dir, 'r');
   try {
     await handle.sync();

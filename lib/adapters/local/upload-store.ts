@@ -7,7 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import { AppError, conflict, invalidInput } from '../../domain/errors';
 import { isUuid } from '../../domain/ids';
 import type { UploadState, UploadStore } from '../../ports/upload-store';
-import { storageFault } from './blob-store';
+import { storageFault, syncDirectory } from './blob-store';
 
 /**
  * UploadStore on a local folder: `<root>/<asset>.part` holds the bytes received so far (its size
@@ -175,15 +175,6 @@ async function sizeOf(path: string): Promise<number | null> {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
-  }
-}
-
-async function syncDirectory(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }
 
