@@ -137,11 +137,10 @@ export function jsonBody(limitBytes: number, options: { readTimeoutMs?: number }
     const coding = ctx.req.headers['content-encoding'];
     // Codings are case-insensitive (RFC 9110 §8.4.1); the parser only knows them in lower case.
     if (coding) ctx.req.headers['content-encoding'] = coding.trim().toLowerCase();
-    if (PARSED_METHODS.has(ctx.method)) {
-      const charset = ctx.request.charset.toLowerCase();
-      if (charset && charset !== 'utf-8' && charset !== 'utf8') {
-        throw new UnsupportedMediaType(`Content-Type charset ${charset} is not supported: send JSON as UTF-8`);
-      }
+    if (!PARSED_METHODS.has(ctx.method)) return parse(ctx, next);
+    const charset = ctx.request.charset.toLowerCase();
+    if (charset && charset !== 'utf-8' && charset !== 'utf8') {
+      throw new UnsupportedMediaType(`Content-Type charset ${charset} is not supported: send JSON as UTF-8`);
     }
     // The server lets a request last long (uploads); a JSON body that trickles is cut here.
     const timer = setTimeout(() => ctx.req.complete || ctx.req.destroy(), readTimeoutMs);
