@@ -10,7 +10,7 @@ import { AppError } from '../../lib/domain/errors';
 import { acceptMedia, SUPPORTED_MEDIA } from '../../lib/domain/media-formats';
 import { makeMediaSamples, type SampleKind } from '../fixtures/media-files';
 import { makeTestMedia } from '../fixtures/media';
-import { waitFor } from '../fixtures/wait';
+import { isGone, waitFor } from '../fixtures/wait';
 
 describe('MediaProber: ffprobe', () => {
   let dir: string;
@@ -77,14 +77,6 @@ describe('MediaProber: ffprobe', () => {
       chmodSync(script, 0o755);
       const pid = () => waitFor(() => Number(readFileSync(pidFile, 'utf8').trim()), { what: 'the pid file' });
       return { script, pid };
-    };
-    const isGone = (pid: number) => {
-      try {
-        process.kill(pid, 0);
-        return false;
-      } catch {
-        return true;
-      }
     };
 
     it('is killed when the signal aborts, and the probe rejects with an abort error', async () => {

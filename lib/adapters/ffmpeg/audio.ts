@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
 import { open } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { AppError } from '../../domain/errors';
+import { runProcess } from '../system/child-process';
 
 /** What speech engines want: 16 kHz, mono, signed 16-bit little-endian PCM in a WAV file. */
 export const SPEECH_SAMPLE_RATE = 16_000;
@@ -39,57 +39,27 @@ export function createAudioChunkExtractor(options: { ffmpegPath: string; timeout
         ...['-map', '0:a:0', '-map_metadata', '-1', '-fflags', '+bitexact', '-vn', '-sn', '-dn'],
         ...['-ac', '1', '-ar', String(SPEECH_SAMPLE_RATE), '-c:a', 'pcm_s16le', '-f', 'wav', '-y', target],
       ];
-      const stderr = await runFfmpeg(options.ffmpegPath, args, timeoutMs, extractOptions.signal);
-      if (stderr === null) return 'no-audio-stream';
-      return wavDataSeconds(target);
+      const hasAudio = await runFfmpeg(options.ffmpegPath, args, timeoutMs, extractOptions.signal);
+      return hasAudio ? wavDataSeconds(target) : 'no-audio-stream';
     },
   };
 }
 
-/** Resolves null when ffmpeg reports that the input has no audio stream to map. */
-function runFfmpeg(bin: string, args: string[], timeoutMs: number, signal?: AbortSignal): Promise<string | null> {
-  signal?.throwIfAborted();
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    let settled = false;
-    // Settles once, always kills the child: a stuck ffmpeg must not outlive the transcription.
-    const finish = (err: Error | null, value: string | null = '') => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      if (err) reject(err);
-      else resolvePromise(value);
-    };
-    const onAbort = () => finish(abortError(signal));
-    const timer = setTimeout(
-      () =>
-        finish(
-          new AppError('invalid_input', `extracting audio from the media file took longer than ${timeoutMs / 1000} s`, {
-            retriable: false,
-          }),
-        ),
-      timeoutMs,
-    );
-    signal?.addEventListener('abort', onAbort, { once: true });
-    child.stderr.on('data', (chunk: Buffer) => {
-      if (stderr.length < MAX_STDERR_BYTES) stderr += chunk.toString('utf8');
-    });
-    child.on('error', (err) => finish(new AppError('internal_error', `cannot run ffmpeg at ${bin}: ${err.message}`)));
-    child.on('close', (code) => {
-      if (code === 0) finish(null, stderr);
-      // The one failure that is not a failure: a video without sound has no speech to transcribe.
-      else if (/matches no streams/.test(stderr)) finish(null, null);
-      else finish(new AppError('invalid_input', `cannot read the audio of the media file: ${firstLine(stderr)}`, { retriable: false }));
-    });
+/** Resolves false when ffmpeg reports that the input has no audio stream to map. */
+async function runFfmpeg(bin: string, args: string[], timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+  const { code, stderr } = await runProcess(bin, args, {
+    timeoutMs,
+    signal,
+    abortMessage: 'the audio extraction was aborted',
+    stderr: { keep: 'head', maxBytes: MAX_STDERR_BYTES },
+    onTimeout: () =>
+      new AppError('invalid_input', `extracting audio from the media file took longer than ${timeoutMs / 1000} s`, { retriable: false }),
+    onSpawnError: (err) => new AppError('internal_error', `cannot run ffmpeg at ${bin}: ${err.message}`),
   });
-}
-
-function abortError(signal: AbortSignal | undefined): Error {
-  const reason: unknown = signal?.reason;
-  return reason instanceof Error ? reason : new DOMException('the audio extraction was aborted', 'AbortError');
+  if (code === 0) return true;
+  // The one failure that is not a failure: a video without sound has no speech to transcribe.
+  if (/matches no streams/.test(stderr)) return false;
+  throw new AppError('invalid_input', `cannot read the audio of the media file: ${firstLine(stderr)}`, { retriable: false });
 }
 
 /** ffmpeg's first error line, without any server-side path it names. */

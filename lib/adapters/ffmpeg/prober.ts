@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { AppError } from '../../domain/errors';
 import type { MediaProber, MediaType, ProbeResult } from '../../ports/media';
+import { runProcess } from '../system/child-process';
 
 const MAX_STDOUT_BYTES = 4 * 1024 * 1024;
 const MAX_STDERR_BYTES = 64 * 1024;
@@ -38,51 +38,18 @@ export function createFfprobeProber(options: { ffprobePath: string; timeoutMs?: 
   };
 }
 
-function runFfprobe(bin: string, args: string[], path: string, timeoutMs: number, signal?: AbortSignal): Promise<string> {
-  signal?.throwIfAborted();
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    const stdout: Buffer[] = [];
-    let stdoutBytes = 0;
-    let stderr = '';
-    let settled = false;
-    // Settles once, always kills the child: a stuck ffprobe must not outlive the request.
-    const finish = (err: Error | null, value = '') => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      if (err) reject(err);
-      else resolve(value);
-    };
-    const onAbort = () => finish(abortError(signal));
-    const timer = setTimeout(
-      () => finish(new AppError('invalid_input', `probing the media file took longer than ${timeoutMs / 1000} s`)),
-      timeoutMs,
-    );
-    signal?.addEventListener('abort', onAbort, { once: true });
-
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdoutBytes += chunk.length;
-      if (stdoutBytes > MAX_STDOUT_BYTES) finish(new AppError('invalid_input', 'the media file has too much metadata to probe'));
-      else stdout.push(chunk);
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      if (stderr.length < MAX_STDERR_BYTES) stderr += chunk.toString('utf8');
-    });
-    child.on('error', (err) => finish(new AppError('internal_error', `cannot run ffprobe at ${bin}: ${err.message}`)));
-    // 'close' (not 'exit') so stdout and stderr are fully read.
-    child.on('close', (code) => {
-      if (code === 0) finish(null, Buffer.concat(stdout).toString('utf8'));
-      else finish(new AppError('invalid_input', `not a media file ffprobe can read: ${firstLine(stderr, path)}`, { retriable: false }));
-    });
+async function runFfprobe(bin: string, args: string[], path: string, timeoutMs: number, signal?: AbortSignal): Promise<string> {
+  const { code, stdout, stderr } = await runProcess(bin, args, {
+    timeoutMs,
+    signal,
+    abortMessage: 'the probe was aborted',
+    stdout: { maxBytes: MAX_STDOUT_BYTES, onTooMuch: () => new AppError('invalid_input', 'the media file has too much metadata to probe') },
+    stderr: { keep: 'head', maxBytes: MAX_STDERR_BYTES },
+    onTimeout: () => new AppError('invalid_input', `probing the media file took longer than ${timeoutMs / 1000} s`),
+    onSpawnError: (err) => new AppError('internal_error', `cannot run ffprobe at ${bin}: ${err.message}`),
   });
-}
-
-function abortError(signal: AbortSignal | undefined): Error {
-  const reason: unknown = signal?.reason;
-  return reason instanceof Error ? reason : new DOMException('the probe was aborted', 'AbortError');
+  if (code === 0) return stdout;
+  throw new AppError('invalid_input', `not a media file ffprobe can read: ${firstLine(stderr, path)}`, { retriable: false });
 }
 
 /** The first stderr line, without the leading server-side file path that ffprobe prints. */

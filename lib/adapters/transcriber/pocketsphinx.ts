@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import { basename, delimiter, join, resolve } from 'node:path';
 import { AppError } from '../../domain/errors';
 import type { Transcriber, Word } from '../../ports/transcriber';
+import { runProcess } from '../system/child-process';
 import { createChunkedTranscriber, type ChunkingOptions, type ChunkRecognizer } from './chunked';
 
 export interface PocketsphinxOptions {
@@ -128,50 +128,24 @@ export function parseJsonLines(stdout: string): Word[] {
 
 // ---- the process -----------------------------------------------------------------------------
 
-function run(bin: string, args: string[], timeoutMs: number, signal: AbortSignal): Promise<string> {
-  signal.throwIfAborted();
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    const stdout: Buffer[] = [];
-    let stdoutBytes = 0;
+async function run(bin: string, args: string[], timeoutMs: number, signal: AbortSignal): Promise<string> {
+  const { code, stdout, stderr } = await runProcess(bin, args, {
+    timeoutMs,
+    signal,
+    abortMessage: 'the transcription was aborted',
+    stdout: {
+      maxBytes: MAX_STDOUT_BYTES,
+      onTooMuch: () => new AppError('internal_error', 'pocketsphinx printed too much output', { retriable: false }),
+    },
     // pocketsphinx logs a lot before any error: the tail is what explains a failure.
-    let stderrTail = '';
-    let settled = false;
-    const finish = (err: Error | null, value = '') => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      if (err) reject(err);
-      else resolvePromise(value);
-    };
-    const onAbort = () =>
-      finish(signal.reason instanceof Error ? signal.reason : new DOMException('the transcription was aborted', 'AbortError'));
-    const timer = setTimeout(
-      () => finish(new AppError('unavailable', `pocketsphinx took longer than ${timeoutMs / 1000} s on one chunk`, { retriable: false })),
-      timeoutMs,
-    );
-    signal.addEventListener('abort', onAbort, { once: true });
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdoutBytes += chunk.length;
-      if (stdoutBytes > MAX_STDOUT_BYTES)
-        finish(new AppError('internal_error', 'pocketsphinx printed too much output', { retriable: false }));
-      else stdout.push(chunk);
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderrTail = (stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
-    });
-    child.on('error', (err) => finish(new AppError('internal_error', `cannot run pocketsphinx at ${bin}: ${err.message}`)));
-    child.on('close', (code) => {
-      if (code === 0) return finish(null, Buffer.concat(stdout).toString('utf8'));
-      const fatal = /^FATAL: .*$/m.exec(stderrTail)?.[0];
-      finish(
-        new AppError('internal_error', `pocketsphinx failed: ${fatal ?? lastLine(stderrTail) ?? `exit code ${code}`}`, {
-          retriable: false,
-        }),
-      );
-    });
+    stderr: { keep: 'tail', maxBytes: STDERR_TAIL_BYTES },
+    onTimeout: () => new AppError('unavailable', `pocketsphinx took longer than ${timeoutMs / 1000} s on one chunk`, { retriable: false }),
+    onSpawnError: (err) => new AppError('internal_error', `cannot run pocketsphinx at ${bin}: ${err.message}`),
+  });
+  if (code === 0) return stdout;
+  const fatal = /^FATAL: .*$/m.exec(stderr)?.[0];
+  throw new AppError('internal_error', `pocketsphinx failed: ${fatal ?? lastLine(stderr) ?? `exit code ${code}`}`, {
+    retriable: false,
   });
 }
 

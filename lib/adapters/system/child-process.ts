@@ -1,0 +1,95 @@
+import { spawn } from 'node:child_process';
+
+export interface RunProcessOptions {
+  /** Deadline for the whole run; when it passes the child is killed and the run rejects with `onTimeout()`. */
+  timeoutMs: number;
+  onTimeout: () => Error;
+  /** Aborting kills the child and rejects with the signal's reason, or an AbortError when the reason is not an Error. */
+  signal?: AbortSignal;
+  /** The AbortError's message; default "the process was aborted". */
+  abortMessage?: string;
+  /** Collects stdout up to `maxBytes`; more kills the child and rejects with `onTooMuch()`. Omitted: stdout is discarded. */
+  stdout?: { maxBytes: number; onTooMuch: () => Error };
+  /** Keeps the first or the last `maxBytes` of stderr. Omitted: stderr is discarded. */
+  stderr?: { keep: 'head' | 'tail'; maxBytes: number };
+  /** Maps a failure to start or signal the child (missing binary, no permission); default: the error itself. */
+  onSpawnError?: (err: Error) => Error;
+}
+
+export interface ProcessResult {
+  /** The exit code, or null when the child died of a signal. */
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `bin` with `args` (no shell, no stdin) and resolves once it has exited and its output is
+ * fully read, whatever the exit code: what a failure means is the caller's to say. It rejects on
+ * timeout, abort, too much stdout or a spawn error, and then SIGKILLs the child first, so a stuck
+ * tool never outlives the request that started it.
+ */
+export function runProcess(bin: string, args: readonly string[], options: RunProcessOptions): Promise<ProcessResult> {
+  const { signal, stdout: stdoutLimit } = options;
+  if (signal?.aborted) return Promise.reject(abortError(signal, options.abortMessage));
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, args, { stdio: ['ignore', options.stdout ? 'pipe' : 'ignore', options.stderr ? 'pipe' : 'ignore'] });
+    // One byte past the cap is enough to tell that the cap was passed.
+    const stdout = collector('head', (stdoutLimit?.maxBytes ?? 0) + 1);
+    const stderr = collector(options.stderr?.keep ?? 'head', options.stderr?.maxBytes ?? 0);
+    let settled = false;
+    // Callers' error factories run only for the outcome that wins, never for a later event.
+    const finish = (outcome: () => Error | ProcessResult) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      const value = outcome();
+      if (value instanceof Error) reject(value);
+      else resolve(value);
+    };
+    const onAbort = () => finish(() => abortError(signal, options.abortMessage));
+    const timer = setTimeout(() => finish(options.onTimeout), options.timeoutMs);
+    signal?.addEventListener('abort', onAbort, { once: true });
+
+    child.stdout?.on('data', (chunk: Buffer) => {
+      if (stdoutLimit && stdout.add(chunk) > stdoutLimit.maxBytes) finish(stdoutLimit.onTooMuch);
+    });
+    child.stderr?.on('data', (chunk: Buffer) => stderr.add(chunk));
+    child.on('error', (err) => finish(() => (options.onSpawnError ? options.onSpawnError(err) : err)));
+    // 'close' (not 'exit'): only then are stdout and stderr fully read.
+    child.on('close', (code, exitSignal) => finish(() => ({ code, signal: exitSignal, stdout: stdout.text(), stderr: stderr.text() })));
+  });
+}
+
+function abortError(signal: AbortSignal | undefined, message = 'the process was aborted'): Error {
+  const reason: unknown = signal?.reason;
+  return reason instanceof Error ? reason : new DOMException(message, 'AbortError');
+}
+
+/**
+ * Keeps at most `maxBytes` of a stream, from its start or its end. Bytes, not decoded chunks, so
+ * a character split between two chunks is not mangled. `add` returns the bytes seen so far.
+ */
+function collector(keep: 'head' | 'tail', maxBytes: number) {
+  const chunks: Buffer[] = [];
+  let kept = 0;
+  let seen = 0;
+  return {
+    add(chunk: Buffer): number {
+      seen += chunk.length;
+      const part = keep === 'head' ? chunk.subarray(0, Math.max(0, maxBytes - kept)) : chunk;
+      if (part.length > 0) chunks.push(part);
+      kept += part.length;
+      // The tail drops whole chunks it no longer needs; text() trims the rest.
+      while (keep === 'tail' && chunks.length > 1 && kept - chunks[0].length >= maxBytes) kept -= chunks.shift()?.length ?? 0;
+      return seen;
+    },
+    text() {
+      const all = Buffer.concat(chunks);
+      return (keep === 'tail' ? all.subarray(Math.max(0, all.length - maxBytes)) : all).toString('utf8');
+    },
+  };
+}
