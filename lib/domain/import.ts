@@ -29,11 +29,15 @@ export const isSequenceItem = (item: ImportMediaItem): item is SequenceItem => '
 export const uploadsOf = (plan: ImportPlan): ReadonlyMap<string, UploadItem['upload']> =>
   new Map(normalizePlan(plan).media.flatMap(([ref, item]) => (isUploadItem(item) ? [[ref, item.upload] as const] : [])));
 
-/** Plans stored before references became an ordered list of pairs held an object (events keep them). */
+/**
+ * Plans stored before references became an ordered list of pairs held an object (events keep
+ * them); a plan without media (a request of another shape) has none.
+ */
 export function normalizePlan(
-  plan: ImportPlan | { media: Record<string, ImportMediaItem>; compositions: ImportPlan['compositions'] },
+  plan: ImportPlan | { media?: Record<string, ImportMediaItem>; compositions?: ImportPlan['compositions'] },
 ): ImportPlan {
-  return Array.isArray(plan.media) ? (plan as ImportPlan) : { ...plan, media: Object.entries(plan.media) };
+  const media = Array.isArray(plan.media) ? plan.media : Object.entries(plan.media ?? {});
+  return { ...plan, media, compositions: plan.compositions ?? [] };
 }
 
 /** The request with every reference checked and defaults filled in: all the processor reads. */

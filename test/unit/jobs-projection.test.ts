@@ -54,6 +54,25 @@ describe('jobs projection', () => {
     });
   });
 
+  it('given a job with upload items, when queued, then it notes when the last upload URL expires, unrendered', () => {
+    const upload = (asset: string, expires_at: string) => ({
+      upload: { asset_id: asset, artifact_id: asset, content_type: 'audio/wav', file_size: 1, expires_at },
+      language: null,
+    });
+    const media = [
+      ['a.wav', upload('1', '2026-01-01T03:00:00.000Z')],
+      ['b.wav', upload('2', '2026-01-01T03:00:01.000Z')],
+      ['c.wav', { url: 'https://m/c.wav', language: null }],
+    ];
+    const withUploads = ev('JobQueued', { ...queued().data, request: { media, compositions: [] } });
+    const doc = foldDocument([withUploads], evolveJobDoc)!;
+    assert.equal(doc._uploads_until, '2026-01-01T03:00:01.000Z');
+    assert.equal(renderJob(doc)._uploads_until, undefined);
+    assert.equal(foldDocument([queued()], evolveJobDoc)!._uploads_until, undefined);
+    const odd = ev('JobQueued', { ...queued().data, request: {} });
+    assert.equal(foldDocument([odd], evolveJobDoc)!.job_state, 'queued', 'a request of another shape has no uploads');
+  });
+
   it('given a running job, when it stops, then it has result and stopped_at, no progress, and the composition URL', () => {
     const doc = foldDocument(
       [
