@@ -29,6 +29,15 @@ export const isSequenceItem = (item: ImportMediaItem): item is SequenceItem => '
 export const uploadsOf = (plan: ImportPlan): ReadonlyMap<string, UploadItem['upload']> =>
   new Map(normalizePlan(plan).media.flatMap(([ref, item]) => (isUploadItem(item) ? [[ref, item.upload] as const] : [])));
 
+/** When the last upload URL of a plan expires; undefined without upload items. Cheap: replay folds every job through it. */
+export function lastUploadExpiry(plan: ImportPlan): string | undefined {
+  let last: string | undefined;
+  for (const [, item] of normalizePlan(plan).media) {
+    if ('upload' in item && (last === undefined || item.upload.expires_at > last)) last = item.upload.expires_at;
+  }
+  return last;
+}
+
 /**
  * Plans stored before references became an ordered list of pairs held an object (events keep
  * them); a plan without media (a request of another shape) has none.

@@ -1,4 +1,4 @@
-import { uploadsOf } from '../../lib/domain/import';
+import { lastUploadExpiry } from '../../lib/domain/import';
 import type { JobEvent } from '../../lib/domain/job';
 import { ignoreUnknown } from '../../lib/domain/errors';
 import type { StoredEvent } from '../../lib/ports/event-store';
@@ -24,9 +24,9 @@ export function evolveJobDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
   switch (event.type) {
     case 'JobQueued': {
       const d = event.data;
-      const expiries = d.job_type === 'import/project_media' ? [...uploadsOf(d.request).values()].map((u) => u.expires_at) : [];
+      const uploadsUntil = d.job_type === 'import/project_media' ? lastUploadExpiry(d.request) : undefined;
       return {
-        ...(expiries.length > 0 && { _uploads_until: expiries.sort().at(-1) }),
+        ...(uploadsUntil && { _uploads_until: uploadsUntil }),
         _id: d.job_id,
         _rev: stored.revision,
         job_id: d.job_id,
