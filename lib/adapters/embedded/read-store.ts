@@ -151,6 +151,9 @@ export type SqliteReadStoreOptions = {
 export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteReadStore {
   const file: StoreFile = { name: 'read store', path: options.path, remedy: 'move it away and run npm run replay to rebuild it' };
   const db = openDatabase(file, options, (opened) => {
+    // Reads are point lookups at random ids: pages from memory, not a pread per page.
+    opened.pragma('cache_size = -65536');
+    opened.pragma('mmap_size = 268435456');
     if (options.readonly) return;
     opened.pragma('journal_mode = WAL');
     opened.pragma('busy_timeout = 5000');
