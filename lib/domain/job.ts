@@ -92,6 +92,15 @@ export type UploadReceived = {
   };
 };
 
+/**
+ * Bytes of an upload item are arriving (recorded at most about once a second per upload): the
+ * job is being worked on although no worker holds it yet, so it reads as running with progress.
+ */
+export type UploadProgressed = {
+  readonly type: 'UploadProgressed';
+  readonly data: { readonly job_id: string; readonly ref: string; readonly bytes: number; readonly total: number; readonly at: string };
+};
+
 /** A graceful shutdown stopped an attempt; the job resumes after restart and the attempt does not count as failed. */
 export type JobInterrupted = {
   readonly type: 'JobInterrupted';
@@ -101,6 +110,7 @@ export type JobInterrupted = {
 export type JobEvent =
   | JobQueued
   | UploadReceived
+  | UploadProgressed
   | JobStarted
   | JobLeaseRenewed
   | JobProgressed
@@ -147,6 +157,8 @@ export function evolveJob(state: JobState, event: JobEvent): JobState {
       };
     case 'UploadReceived':
       return state.status === 'none' ? state : { ...state, uploads: new Map(state.uploads).set(event.data.ref, event.data) };
+    case 'UploadProgressed':
+      return state;
     case 'JobStarted':
       if (state.status === 'none') return state;
       return {
@@ -224,11 +236,25 @@ export type RecordUpload = {
   readonly upload: Omit<UploadReceived['data'], 'received_at'>;
   readonly now: string;
 };
+export type RecordUploadProgress = {
+  readonly type: 'RecordUploadProgress';
+  readonly progress: Omit<UploadProgressed['data'], 'at'>;
+  readonly now: string;
+};
 export type CancelJob = { readonly type: 'CancelJob'; readonly now: string };
 export type InterruptJob = { readonly type: 'InterruptJob'; readonly attempt: number; readonly now: string };
 
 export type JobCommand =
-  QueueJob | RecordUpload | ClaimJob | RenewLease | ReportProgress | ChargeMediaSeconds | StopJob | CancelJob | InterruptJob;
+  | QueueJob
+  | RecordUpload
+  | RecordUploadProgress
+  | ClaimJob
+  | RenewLease
+  | ReportProgress
+  | ChargeMediaSeconds
+  | StopJob
+  | CancelJob
+  | InterruptJob;
 
 // ---------------------------------------------------------------- decide
 
@@ -265,6 +291,12 @@ export function decideJob(command: JobCommand, state: JobState): JobEvent[] | Re
       // Once the job has started (every upload arrived or expired) it reads no more uploads.
       if (state.status !== 'queued') return reject(conflict(`the job is ${state.status} and takes no more uploads`, state.status));
       return [{ type: 'UploadReceived', data: { ...command.upload, received_at: command.now } }];
+    }
+    case 'RecordUploadProgress': {
+      const { ref } = command.progress;
+      // Only while the job waits for this upload: afterwards (or for another job's ref) it says nothing new.
+      if (state.status !== 'queued' || state.uploads.has(ref) || !uploadsOf(state.job.request).has(ref)) return [];
+      return [{ type: 'UploadProgressed', data: { ...command.progress, at: command.now } }];
     }
     case 'ClaimJob': {
       if (state.status === 'none') return reject(new AppError('not_found', 'job does not exist'));

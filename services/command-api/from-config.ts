@@ -57,6 +57,19 @@ export function uploadRoutes(deps: Pick<UploadRouteDeps, 'secret' | 'uploads'> &
     ...deps,
     clock: systemClock,
     blobKeyFor: (p) => `${p.drive_id}/${p.project_id}/${p.asset_id}`,
+    recordProgress: async (p, bytes) => {
+      await handleCommand(
+        deps.store,
+        streams.job(p.job_id),
+        jobDecider,
+        {
+          type: 'RecordUploadProgress',
+          progress: { job_id: p.job_id, ref: p.media_ref, bytes, total: p.file_size },
+          now: systemClock.now().toISOString(),
+        },
+        { newId: randomIds.uuidv7, metadata: { partition_key: p.project_id, drive_id: p.drive_id } },
+      );
+    },
     recordUpload: async (p, { blobKey, size }) => {
       await handleCommand(
         deps.store,

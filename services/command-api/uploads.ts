@@ -43,6 +43,11 @@ export type UploadRouteDeps = {
   blobKeyFor: (params: UploadParams) => string;
   /** Tells the job; idempotent. Called again by a later PUT if it failed, and never after it succeeded. */
   recordUpload: (params: UploadParams, upload: { blobKey: string; size: number }) => Promise<void>;
+  /**
+   * Tells the job how many bytes have arrived (at most about once a second per request, and when a
+   * part ends). Best effort: a failure is logged, never the upload's.
+   */
+  recordProgress?: (params: UploadParams, bytes: number) => Promise<void>;
   logger?: Logger;
   /** Where {base_url} is mounted; `/v1` unless told. */
   prefix?: string;
@@ -111,8 +116,9 @@ async function put(deps: UploadRouteDeps, ctx: Context, params: UploadParams): P
   }
 
   let bytes: number;
+  const progress = progressReporter(deps, ctx, params, state.bytes);
   try {
-    const body = requestBody(ctx.req, state.bytes - first);
+    const body = requestBody(ctx.req, state.bytes - first, progress.add);
     ({ bytes } = await deps.uploads.append(params.asset_id, state.bytes, body, { total, length: last + 1 - state.bytes }));
   } catch (err) {
     if (err instanceof AppError && err.code === 'payload_too_large') throw tooLarge(part, total);
@@ -120,6 +126,7 @@ async function put(deps: UploadRouteDeps, ctx: Context, params: UploadParams): P
     throw err;
   }
   if (bytes === total) return finish(deps, ctx, params);
+  progress.report(bytes);
   if (part.kind === 'part') return resumeIncomplete(ctx, bytes);
   // A whole-file body that ended short: its bytes are kept, so the rest can follow as a part.
   setRange(ctx, bytes);
@@ -210,12 +217,37 @@ const tooLarge = (part: Part, total: number) =>
  * The request body from byte `skip` on, as a stream of its own: the store destroys it on a
  * refusal, which must not destroy the request (the answer still goes out on its socket).
  */
-function requestBody(req: IncomingMessage, skip: number): Readable {
+/** Progress is told every 5 % of the file, or after 30 s without: at most a few dozen events per upload on the job's stream. */
+const PROGRESS_STEP = 0.05;
+const PROGRESS_QUIET_MS = 30_000;
+
+/** Upload progress for the job while bytes stream in, and once when the request's part ends. */
+function progressReporter(deps: UploadRouteDeps, ctx: Context, params: UploadParams, from: number) {
+  let bytes = from;
+  let last = { at: Date.now(), bytes: from };
+  const report = (at: number) => {
+    if (!deps.recordProgress) return;
+    last = { at: Date.now(), bytes: at };
+    deps
+      .recordProgress(params, at)
+      .catch((err: unknown) => logOf(deps, ctx)?.warn({ err, asset_id: params.asset_id }, 'upload progress not recorded'));
+  };
+  return {
+    add: (n: number) => {
+      bytes += n;
+      if (bytes - last.bytes >= PROGRESS_STEP * params.file_size || Date.now() - last.at >= PROGRESS_QUIET_MS) report(bytes);
+    },
+    report,
+  };
+}
+
+function requestBody(req: IncomingMessage, skip: number, onBytes: (n: number) => void = () => undefined): Readable {
   let toSkip = skip;
   const body = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       const rest = toSkip > 0 ? chunk.subarray(Math.min(toSkip, chunk.length)) : chunk;
       toSkip -= chunk.length - rest.length;
+      if (rest.length > 0) onBytes(rest.length);
       done(null, rest.length > 0 ? rest : undefined);
     },
   });

@@ -102,11 +102,7 @@ async function scanExpiredUploads(deps: ProcessorsDeps, startIfReady: (jobId: st
     await sleep(every, undefined, { signal }).catch(() => undefined);
     if (signal.aborted) return;
     try {
-      const due = await deps.read.find(
-        JOBS,
-        { job_state: 'queued', _uploads_until: { $lte: deps.clock.now().toISOString() } },
-        { limit: 100 },
-      );
+      const due = await deps.read.find(JOBS, { _uploads_until: { $lte: deps.clock.now().toISOString() } }, { limit: 100 });
       for (const doc of due)
         void startIfReady(doc._id).catch((err: unknown) => deps.logger.warn({ err, job_id: doc._id }, 'could not start a job'));
     } catch (err) {

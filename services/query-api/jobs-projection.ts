@@ -7,8 +7,12 @@ import type { Doc } from '../../lib/ports/read-store';
 /**
  * The `jobs` read model: one document per job, shaped as the Job resource, plus `_id`, `_rev`
  * and internal fields whose names start with `_` (never rendered):
- * - `_uploads_until`: for a queued job with upload items, when the last upload URL expires; the
- *   processors start such a job then at the latest (`jobsAwaitingUploads`).
+ * - `_uploads_until`: for a job with upload items that no worker has started yet, when the last
+ *   upload URL expires; the processors start such a job then at the latest. Removed once a
+ *   worker starts the job.
+ *
+ * A job whose upload bytes are arriving reads as `running`, with `uploading <ref>` progress by
+ * bytes, although no worker holds it yet: the service is working on it.
  */
 
 export const JOBS = 'jobs';
@@ -16,7 +20,7 @@ export const JOB_INDEXES = [
   ['drive_id', 'created_at'],
   ['drive_id', 'project_id', 'created_at'],
   ['drive_id', 'job_type', 'created_at'],
-  ['job_state', '_uploads_until'],
+  ['_uploads_until'],
 ];
 
 export function evolveJobDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
@@ -38,9 +42,16 @@ export function evolveJobDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
         project_url: d.project_url,
       };
     }
-    case 'JobStarted':
+    case 'JobStarted': {
       if (!doc) return null;
-      return { ...doc, job_state: 'running', progress: { label: 'starting', percent: 0, last_update_at: event.data.started_at } };
+      const { _uploads_until: _u, ...rest } = doc;
+      return { ...rest, job_state: 'running', progress: { label: 'starting', percent: 0, last_update_at: event.data.started_at } } as Doc;
+    }
+    case 'UploadProgressed': {
+      if (!doc || doc._uploads_until === undefined || (doc.job_state !== 'queued' && doc.job_state !== 'running')) return doc;
+      const percent = Math.floor((100 * event.data.bytes) / Math.max(1, event.data.total));
+      return { ...doc, job_state: 'running', progress: { label: `uploading ${event.data.ref}`, percent, last_update_at: event.data.at } };
+    }
     case 'JobProgressed':
       if (!doc || doc.job_state !== 'running') return doc;
       return { ...doc, progress: { label: event.data.label, percent: event.data.percent, last_update_at: event.data.at } };
@@ -49,7 +60,7 @@ export function evolveJobDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
       return { ...doc, progress: { ...(doc.progress as object), label: 'interrupted; resumes shortly', last_update_at: event.data.at } };
     case 'JobStopped': {
       if (!doc) return null;
-      const { progress: _p, ...rest } = doc;
+      const { progress: _p, _uploads_until: _u, ...rest } = doc;
       return {
         ...rest,
         job_state: 'stopped',
@@ -60,7 +71,7 @@ export function evolveJobDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
     }
     case 'JobCancelled': {
       if (!doc) return null;
-      const { progress: _p, ...rest } = doc;
+      const { progress: _p, _uploads_until: _u, ...rest } = doc;
       return { ...rest, job_state: 'cancelled', stopped_at: event.data.stopped_at } as Doc;
     }
     case 'JobLeaseRenewed':

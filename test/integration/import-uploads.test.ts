@@ -109,6 +109,14 @@ describe('import with direct uploads (HTTP, embedded adapters)', function () {
     const first = await put(`bytes ${cuts[0]}-${cuts[1] - 1}/${total}`, bytes.subarray(cuts[0], cuts[1]));
     assert.equal(first.status, 308);
     assert.equal(first.headers.range, `bytes=0-${cuts[1] - 1}`);
+    // Bytes are arriving: the job reads as running, its progress by the bytes of this one file.
+    const uploading = await h.waitForJob(accepted.job_id, (j) => j.job_state === 'running');
+    assert.deepEqual(uploading.progress && { ...(uploading.progress as object), last_update_at: 'T' }, {
+      label: 'uploading big.mp3',
+      percent: Math.floor((100 * cuts[1]) / total),
+      last_update_at: 'T',
+    });
+    assert.ok(h.schemas.validator('job')(uploading), JSON.stringify(h.schemas.validator('job').errors));
     const status = await put(`bytes */${total}`, Buffer.alloc(0));
     assert.equal(status.status, 308);
     assert.equal(status.headers.range, `bytes=0-${cuts[1] - 1}`);

@@ -147,6 +147,7 @@ const domainEvents: DomainEvent[] = [
     type: 'FolderCreated',
     data: { folder_id: USER, drive_id: DRIVE, path: 'Clients/Acme', name: 'Acme', parent_path: 'Clients', created_by: USER, created_at: T },
   },
+  { type: 'UploadProgressed', data: { job_id: JOB, ref: 'cam-b.mp4', bytes: 2_500_000_000, total: 5_000_000_000, at: T } },
   { type: 'DriveCreated', data: { drive_id: DRIVE, name: 'Acme', webhook_secret: 'whsec_x', settings: DEFAULT_SETTINGS, created_at: T } },
   { type: 'DriveUpdated', data: { drive_id: DRIVE, changes: { name: 'Acme Inc', ai_credits: 50, media_seconds: null }, updated_at: T } },
   {

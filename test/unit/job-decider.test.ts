@@ -176,6 +176,19 @@ describe('job decider', () => {
       given(queuedWithUploads, started).when(record('a.wav', 'asset-a')).thenRejects('conflict', { state: 'running' });
       given(queuedWithUploads, cancelled).when(record('a.wav', 'asset-a')).thenRejects('conflict', { state: 'cancelled' });
     });
+    it('records upload progress only while the job waits for that upload', () => {
+      const progress = (ref: string) => ({
+        type: 'RecordUploadProgress' as const,
+        progress: { job_id: job.job_id, ref, bytes: 5, total: 10 },
+        now: T1,
+      });
+      given(queuedWithUploads)
+        .when(progress('a.wav'))
+        .then([{ type: 'UploadProgressed', data: { job_id: job.job_id, ref: 'a.wav', bytes: 5, total: 10, at: T1 } }]);
+      given(queuedWithUploads, received('a.wav', 'asset-a')).when(progress('a.wav')).then([]);
+      given(queuedWithUploads, started).when(progress('a.wav')).then([]);
+      given(queuedWithUploads).when(progress('c.wav')).then([]);
+    });
     it('awaits the uploads that have not arrived until their URLs expire', () => {
       assert.deepEqual(awaitedUploads(fold(queuedWithUploads), T1), ['a.wav', 'b.wav']);
       assert.deepEqual(awaitedUploads(fold(queuedWithUploads, received('b.wav', 'asset-b')), T1), ['a.wav']);

@@ -69,6 +69,18 @@ describe('jobs projection', () => {
     assert.equal(doc._uploads_until, '2026-01-01T03:00:01.000Z');
     assert.equal(renderJob(doc)._uploads_until, undefined);
     assert.equal(foldDocument([queued()], evolveJobDoc)!._uploads_until, undefined);
+    const uploading = foldDocument([withUploads, ev('UploadProgressed', { ref: 'a.wav', bytes: 1, total: 4, at: 'T1' })], evolveJobDoc)!;
+    assert.equal(uploading.job_state, 'running', 'bytes are arriving: the job is being worked on');
+    assert.deepEqual(uploading.progress, { label: 'uploading a.wav', percent: 25, last_update_at: 'T1' });
+    const started = foldDocument([withUploads, ev('JobStarted', { attempt: 1, started_at: 'T2' })], evolveJobDoc)!;
+    assert.equal(started._uploads_until, undefined, 'a started job is no longer looked for at expiry');
+    const cancelled = foldDocument([withUploads, ev('JobCancelled', { stopped_at: 'T2' })], evolveJobDoc)!;
+    assert.equal(cancelled._uploads_until, undefined);
+    assert.equal(
+      foldDocument([queued(), ev('UploadProgressed', { ref: 'a.wav', bytes: 1, total: 4, at: 'T1' })], evolveJobDoc)!.job_state,
+      'queued',
+      'only a job waiting for uploads reads their progress',
+    );
     const odd = ev('JobQueued', { ...queued().data, request: {} });
     assert.equal(foldDocument([odd], evolveJobDoc)!.job_state, 'queued', 'a request of another shape has no uploads');
   });
