@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
@@ -12,10 +12,12 @@ import { waitFor } from '../fixtures/wait';
 describe('e2e: the service process', function () {
   this.timeout(120_000);
   let media: Awaited<ReturnType<typeof startMediaServer>>;
+  let wavPath: string;
 
   before(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'e2e-media-'));
     const [wav, mp4, long] = await Promise.all([makeTestMedia(dir, 'wav', 2), makeTestMedia(dir, 'mp4', 2), makeTestMedia(dir, 'wav', 8)]);
+    wavPath = wav;
     media = await startMediaServer({ 'talk.wav': wav, 'video.mp4': mp4, 'long.wav': long });
     await buildOnce();
   });
@@ -60,6 +62,42 @@ describe('e2e: the service process', function () {
     } finally {
       svc.child.kill('SIGTERM');
       assert.equal(await svc.exited, 0, 'a graceful stop exits 0');
+    }
+  });
+
+  it('takes a direct upload at its signed upload_url and imports it without a token', async () => {
+    const env = { DATA_DIR: mkdtempSync(join(tmpdir(), 'e2e-data-')) };
+    const svc = await startService(env);
+    try {
+      const drive = await admin(env, 'drive', 'create', '--name', 'Upload drive');
+      const bytes = readFileSync(wavPath);
+      const res = await api(svc, drive.token).post('/jobs/import/project_media', {
+        project_name: 'Uploaded',
+        add_media: { 'talk.wav': { content_type: 'audio/wav', file_size: bytes.length } },
+      });
+      assert.equal(res.status, 201);
+      const body = (await res.json()) as { job_id: string; upload_urls: Record<string, { upload_url: string }> };
+      const half = Math.floor(bytes.length / 2);
+      const put = (range: string, part: Buffer) =>
+        fetch(body.upload_urls['talk.wav'].upload_url, {
+          method: 'PUT',
+          headers: { 'content-type': 'application/octet-stream', 'content-range': range },
+          body: part,
+        });
+      assert.equal((await put(`bytes 0-${half - 1}/${bytes.length}`, bytes.subarray(0, half))).status, 308);
+      assert.equal((await put(`bytes ${half}-${bytes.length - 1}/${bytes.length}`, bytes.subarray(half))).status, 200);
+      const job = await waitFor(
+        async () => {
+          const j = (await (await api(svc, drive.token).get(`/jobs/${body.job_id}`)).json()) as Record<string, any>;
+          return j.job_state === 'stopped' ? j : null;
+        },
+        { timeoutMs: 30_000, intervalMs: 100, what: 'the upload import to stop' },
+      );
+      assert.equal(job.result.status, 'success', JSON.stringify(job.result));
+      assert.ok(Math.abs(job.result.media_status['talk.wav'].duration_seconds - 2) < 0.1);
+    } finally {
+      svc.child.kill('SIGTERM');
+      assert.equal(await svc.exited, 0);
     }
   });
 
