@@ -12,6 +12,7 @@ import { runService } from '../lib/run-service';
 import { supervise } from '../lib/supervise';
 import { createApp as createCommandApp } from '../services/command-api/app';
 import { createApp as createQueryApp } from '../services/query-api/app';
+import { randomIds, systemClock } from '../lib/adapters/system/clock';
 import { commandDeps } from '../services/command-api/from-config';
 
 /**
@@ -41,7 +42,7 @@ runService('serve', async (config, logger) => {
     ...commandDeps(config, store),
     balance: createBalanceReader({ store, read: readSide.read }),
   });
-  const queryApp = createQueryApp({ ...shared, read: readSide.read, store });
+  const queryApp = createQueryApp({ ...shared, read: readSide.read, store, clock: systemClock, ids: randomIds });
   const server = createHttpServer(routeByMethod(commandApp, queryApp));
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>

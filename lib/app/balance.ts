@@ -1,10 +1,11 @@
 import { streams } from '../domain/ids';
 import type { MediaSecondsCharged } from '../domain/job';
 import { mediaSecondsAllowance } from '../domain/tenancy';
-import type { EventStore, StoredEvent } from '../ports/event-store';
+import type { EventStore } from '../ports/event-store';
 import type { ReadStore } from '../ports/read-store';
 import { loadState } from './command-handler';
 import { driveDecider } from './deciders';
+import type { ReadModel } from './read-models';
 
 /**
  * Media-seconds balances without a hot spot: charges are recorded on each job's own stream, and
@@ -19,11 +20,19 @@ export const CHARGE_INDEXES = [['drive_id'], ['job_id']];
 
 export const chargeDocId = (jobId: string, ref: string) => JSON.stringify([jobId, ref]);
 
-/** Records a charge in the read model; a duplicate changes nothing. */
-export async function projectCharge(read: ReadStore, event: StoredEvent): Promise<void> {
-  const c = event.data as MediaSecondsCharged['data'];
-  await read.put(CHARGES, { _id: chargeDocId(c.job_id, c.ref), _rev: 0, ...c }, null);
-}
+/** The `charges` read model: one fact per charge, written once (a duplicate changes nothing). */
+export const chargesModel: ReadModel = {
+  name: CHARGES,
+  version: 1,
+  kind: 'fact',
+  handles: new Set(['MediaSecondsCharged']),
+  docId: (e) => {
+    const c = e.data as MediaSecondsCharged['data'];
+    return chargeDocId(c.job_id, c.ref);
+  },
+  evolve: (_doc, e) => ({ _id: '', _rev: 0, ...(e.data as MediaSecondsCharged['data']) }),
+  indexes: CHARGE_INDEXES,
+};
 
 export interface BalanceReader {
   /**

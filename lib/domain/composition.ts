@@ -69,7 +69,15 @@ export type CompositionClipsReordered = {
 export type CompositionRenamed = { readonly type: 'CompositionRenamed'; readonly data: { readonly name: string } & At };
 export type CompositionMarkerAdded = { readonly type: 'CompositionMarkerAdded'; readonly data: Marker & At };
 /** The composition became exactly what it was after stream revision `to_revision`. */
-export type CompositionReverted = { readonly type: 'CompositionReverted'; readonly data: { readonly to_revision: number } & At };
+/**
+ * The composition became exactly what it was after stream revision `to_revision`. The event
+ * carries that snapshot, so a reader (a read model, a data team replaying the stream) needs no
+ * history of its own to apply it.
+ */
+export type CompositionReverted = {
+  readonly type: 'CompositionReverted';
+  readonly data: { readonly to_revision: number } & CompositionSnapshot & At;
+};
 
 export type CompositionEvent =
   | CompositionCreated
@@ -150,7 +158,7 @@ export function evolveComposition(state: CompositionState, event: CompositionEve
       return next(state, at, (s) => ({ markers: addMarker(s.markers, { time, label }) }));
     }
     case 'CompositionReverted':
-      return next(state, event.data.at, (s) => s.history[event.data.to_revision] ?? {});
+      return next(state, event.data.at, () => ({ name: event.data.name, clips: event.data.clips, markers: event.data.markers }));
     default:
       // Unknown to this version, yet it holds a stream revision: count it, so revert targets stay aligned.
       return ignoreUnknown(event, state.exists ? next(state, state.updated_at, () => ({})) : state);
@@ -340,7 +348,8 @@ export function decideComposition(command: CompositionCommand, state: Compositio
       const to = command.to_revision;
       if (!Number.isInteger(to) || to < 0) return refuse('to_revision must be a non-negative integer');
       if (to > state.revision) return refuse(`to_revision ${to} does not exist (the composition is at revision ${state.revision})`);
-      return ifChanged(state, { type: 'CompositionReverted', data: { to_revision: to, at } });
+      const { name, clips, markers } = state.history[to];
+      return ifChanged(state, { type: 'CompositionReverted', data: { to_revision: to, name, clips, markers, at } });
     }
     default:
       return assertNever(command);

@@ -73,6 +73,11 @@ export type CompositionAdded = {
     readonly created_at: string;
   };
 };
+/** A member of the drive opened the project (recorded at most once a minute per user). */
+export type ProjectViewed = {
+  readonly type: 'ProjectViewed';
+  readonly data: { readonly project_id: string; readonly user_id: string; readonly viewed_at: string };
+};
 /**
  * Before compositions had their own streams, the project stream held them whole. Still read
  * (as a list entry) so that old projects keep their compositions.
@@ -82,7 +87,7 @@ type LegacyCompositionCreated = {
   readonly data: CompositionAdded['data'] & { readonly clips: readonly Clip[]; readonly width: number; readonly height: number };
 };
 
-export type ProjectEvent = ProjectCreated | MediaImported | MediaTranscribed | CompositionAdded;
+export type ProjectEvent = ProjectCreated | MediaImported | MediaTranscribed | CompositionAdded | ProjectViewed;
 
 // ---------------------------------------------------------------- state
 
@@ -99,6 +104,8 @@ export type ProjectState =
       readonly media: ReadonlyMap<string, MediaFile>;
       readonly compositions: readonly CompositionEntry[];
       readonly updatedAt: string;
+      /** When each user last viewed it (views do not make a project updated). */
+      readonly viewedBy: ReadonlyMap<string, string>;
     };
 
 export const initialProjectState = (): ProjectState => ({ exists: false });
@@ -106,7 +113,14 @@ export const initialProjectState = (): ProjectState => ({ exists: false });
 export function evolveProject(state: ProjectState, event: ProjectEvent | LegacyCompositionCreated): ProjectState {
   switch (event.type) {
     case 'ProjectCreated':
-      return { exists: true, project: event.data, media: new Map(), compositions: [], updatedAt: event.data.created_at };
+      return {
+        exists: true,
+        project: event.data,
+        media: new Map(),
+        compositions: [],
+        updatedAt: event.data.created_at,
+        viewedBy: new Map(),
+      };
     case 'MediaImported': {
       if (!state.exists) return state;
       const { project_id: _p, ...file } = event.data;
@@ -118,6 +132,8 @@ export function evolveProject(state: ProjectState, event: ProjectEvent | LegacyC
       const { project_id: _p, ref: _r, job_id: _j, ...transcript } = event.data;
       return { ...state, media: new Map(state.media).set(file.ref, { ...file, transcript }), updatedAt: transcript.transcribed_at };
     }
+    case 'ProjectViewed':
+      return state.exists ? { ...state, viewedBy: new Map(state.viewedBy).set(event.data.user_id, event.data.viewed_at) } : state;
     case 'CompositionAdded':
     case 'CompositionCreated': {
       if (!state.exists) return state;
@@ -161,7 +177,11 @@ export type AddComposition = {
   readonly now: string;
 };
 
-export type ProjectCommand = CreateProject | AddMedia | AddComposition;
+/** Records that `userId` viewed the project, unless they did less than `VIEW_INTERVAL_MS` ago. */
+export type RecordView = { readonly type: 'RecordView'; readonly userId: string; readonly now: string };
+export const VIEW_INTERVAL_MS = 60_000;
+
+export type ProjectCommand = CreateProject | AddMedia | AddComposition | RecordView;
 
 // ---------------------------------------------------------------- decide
 
@@ -207,6 +227,12 @@ export function decideProject(command: ProjectCommand, state: ProjectState): Pro
           },
         },
       ];
+    }
+    case 'RecordView': {
+      if (!state.exists) return reject(new AppError('not_found', 'project does not exist'));
+      const last = state.viewedBy.get(command.userId);
+      if (last !== undefined && Date.parse(command.now) - Date.parse(last) < VIEW_INTERVAL_MS) return [];
+      return [{ type: 'ProjectViewed', data: { project_id: state.project.project_id, user_id: command.userId, viewed_at: command.now } }];
     }
     default:
       return assertNever(command);

@@ -30,10 +30,11 @@ export type ApiAppDeps = {
 const READY_TIMEOUT_MS = 2_000;
 
 /**
- * `signed`: routes whose URL is their own credential (signed upload URLs): they take no token,
- * no rate limit and no JSON body, and run before the /v1 guards.
+ * `outside`: routes that bring their own credentials and bodies (signed upload URLs, the web
+ * pages with their session cookie): they take no token, no rate limit and no JSON body, and run
+ * before the /v1 guards.
  */
-export function createApiApp(deps: ApiAppDeps, mount: (v1: Router) => void, signed: readonly Router[] = []): Koa {
+export function createApiApp(deps: ApiAppDeps, mount: (v1: Router) => void, outside: readonly Router[] = []): Koa {
   const app = new Koa();
   app.proxy = true;
   app.silent = true;
@@ -50,7 +51,7 @@ export function createApiApp(deps: ApiAppDeps, mount: (v1: Router) => void, sign
   app.use(requestContext(deps.logger));
   app.use(errorHandler());
   app.use(operatorRoutes(deps).routes());
-  for (const router of signed) app.use(router.routes());
+  for (const router of outside) app.use(router.routes());
   app.use(v1.routes());
   app.use(notFoundFallback());
   return app;

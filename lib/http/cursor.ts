@@ -1,25 +1,90 @@
 import { invalidInput } from '../domain/errors';
-import type { Condition, Filter } from '../ports/read-store';
+import type { Condition, Doc, Filter, FindOptions, ReadStore } from '../ports/read-store';
 
 /**
- * Keyset pagination over (sort value, _id), newest first: a cursor is the position of the last
- * item of a page, so pages stay stable while new items arrive.
+ * Keyset pagination over (sort field, _id): a cursor is the position of the last item of a page,
+ * so walking the pages returns each item once even while items are added. The cursor names the
+ * sort it belongs to, so it cannot be replayed against another. A field may be null (a project
+ * never viewed): nulls come first ascending and last descending, as the ReadStore orders them.
  */
 
-export const encodeCursor = (value: string, id: string): string => Buffer.from(JSON.stringify([value, id])).toString('base64url');
+export type Direction = 'asc' | 'desc';
+type Position = { readonly sort: string; readonly direction: Direction; readonly value: string | null; readonly id: string };
 
-export function decodeCursor(cursor: string): [string, string] {
+export const encodeCursor = (p: Position): string =>
+  Buffer.from(JSON.stringify([p.sort, p.direction, p.value, p.id])).toString('base64url');
+
+export function decodeCursor(cursor: string, expected: { sort: string; direction: Direction }): Position {
+  let parsed: unknown;
   try {
-    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(parsed) && parsed.length === 2 && parsed.every((x) => typeof x === 'string')) return parsed as [string, string];
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
-    // fall through
+    parsed = null;
+  }
+  if (
+    Array.isArray(parsed) &&
+    parsed.length === 4 &&
+    typeof parsed[0] === 'string' &&
+    (parsed[1] === 'asc' || parsed[1] === 'desc') &&
+    (typeof parsed[2] === 'string' || parsed[2] === null) &&
+    typeof parsed[3] === 'string'
+  ) {
+    const [sort, direction, value, id] = parsed as [string, Direction, string | null, string];
+    if (sort !== expected.sort || direction !== expected.direction) {
+      throw invalidInput(`cursor belongs to sort=${sort}&direction=${direction}; give the same sort and direction, or no cursor`);
+    }
+    return { sort, direction, value, id };
   }
   throw invalidInput('cursor is not a cursor this API returned');
 }
 
-/** `base` restricted to items after the cursor in descending (field, _id) order. */
-export function afterCursorDesc(base: Record<string, Condition>, field: string, cursor: [string, string]): Filter {
-  const [value, id] = cursor;
-  return { ...base, $or: [{ [field]: { $lt: value } }, { [field]: value, _id: { $lt: id } }] };
+/** `base` restricted to the items after `p` in (field, _id) order. */
+export function afterCursor(base: Readonly<Record<string, Condition>>, field: string, p: Position): Filter {
+  const { value, id } = p;
+  if (p.direction === 'asc') {
+    const or: Filter[] =
+      value === null
+        ? [{ [field]: null, _id: { $gt: id } }, { [field]: { $ne: null } }]
+        : [{ [field]: { $gt: value } }, { [field]: value, _id: { $gt: id } }];
+    return { ...base, $or: or };
+  }
+  // In `$or`, not beside `base`: `base` may hold its own condition on the same field.
+  if (value === null) return { ...base, $or: [{ [field]: null, _id: { $lt: id } }] };
+  return { ...base, $or: [{ [field]: { $lt: value } }, { [field]: value, _id: { $lt: id } }, { [field]: null }] };
+}
+
+/**
+ * One page of `collection` matching `base`, sorted by `field` then `_id` in `direction`, after
+ * `cursor`; `next_cursor` is absent on the last page.
+ */
+export async function findPage(
+  read: ReadStore,
+  collection: string,
+  base: Readonly<Record<string, Condition>>,
+  page: { sort: string; field?: string; direction: Direction; limit: number; cursor?: string },
+): Promise<{ docs: Doc[]; next_cursor?: string }> {
+  const field = page.field ?? page.sort;
+  const d = page.direction === 'asc' ? 1 : -1;
+  const filter = page.cursor ? afterCursor(base, field, decodeCursor(page.cursor, page)) : base;
+  const options: FindOptions = {
+    sort: [
+      [field, d],
+      ['_id', d],
+    ],
+    limit: page.limit + 1,
+  };
+  const docs = await read.find(collection, filter, options);
+  const shown = docs.slice(0, page.limit);
+  const last = shown[shown.length - 1];
+  if (docs.length <= page.limit || !last) return { docs: shown };
+  const value = last[field];
+  return {
+    docs: shown,
+    next_cursor: encodeCursor({
+      sort: page.sort,
+      direction: page.direction,
+      value: typeof value === 'string' ? value : null,
+      id: last._id,
+    }),
+  };
 }

@@ -2,15 +2,17 @@ import type Koa from 'koa';
 import { foldDocument } from '../../lib/app/projection';
 import { forbidden, notFound } from '../../lib/domain/errors';
 import { isJobId, streams } from '../../lib/domain/ids';
+import type { Clock, Ids } from '../../lib/ports/clock';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { Condition, Doc, ReadStore } from '../../lib/ports/read-store';
 import { createApiApp, type ApiAppDeps } from '../../lib/http/app';
-import { afterCursorDesc, decodeCursor, encodeCursor } from '../../lib/http/cursor';
+import { findPage } from '../../lib/http/cursor';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
 import { evolveJobDoc, JOBS, renderJob } from './jobs-projection';
+import { mountProjects, timeRange } from './projects';
 
-export type QueryApiDeps = ApiAppDeps & { read: ReadStore; store: EventStore; schemas: SchemaRegistry };
+export type QueryApiDeps = ApiAppDeps & { read: ReadStore; store: EventStore; schemas: SchemaRegistry; clock: Clock; ids: Ids };
 
 export const API_VERSION = '1.2';
 
@@ -38,26 +40,18 @@ export function createApp(deps: QueryApiDeps): Koa {
       const base: Record<string, Condition> = { drive_id: auth.driveId };
       if (q.project_id) base.project_id = q.project_id as string;
       if (q.type) base.job_type = q.type as string;
-      const range: Record<string, string> = {};
-      if (q.created_after) range.$gt = new Date(q.created_after as string).toISOString();
-      if (q.created_before) range.$lt = new Date(q.created_before as string).toISOString();
-      if (Object.keys(range).length) base.created_at = range;
-      const limit = q.limit as number;
-      const filter = q.cursor ? afterCursorDesc(base, 'created_at', decodeCursor(q.cursor as string)) : base;
-      const docs = await deps.read.find(JOBS, filter, {
-        sort: [
-          ['created_at', -1],
-          ['_id', -1],
-        ],
-        limit: limit + 1,
+      const range = timeRange(q.created_after, q.created_before);
+      if (range) base.created_at = range;
+      const page = await findPage(deps.read, JOBS, base, {
+        sort: 'created_at',
+        direction: 'desc',
+        limit: q.limit as number,
+        cursor: q.cursor as string | undefined,
       });
-      const page = docs.slice(0, limit);
-      const last = page[page.length - 1];
-      ctx.body = {
-        data: page.map(renderJob),
-        pagination: docs.length > limit && last ? { next_cursor: encodeCursor(String(last.created_at), last._id) } : {},
-      };
+      ctx.body = { data: page.docs.map(renderJob), pagination: page.next_cursor ? { next_cursor: page.next_cursor } : {} };
     });
+
+    mountProjects(v1, deps);
   });
 }
 

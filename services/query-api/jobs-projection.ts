@@ -1,4 +1,6 @@
 import { lastUploadExpiry } from '../../lib/domain/import';
+import type { ReadModel } from '../../lib/app/read-models';
+import { streamCategory } from '../../lib/domain/ids';
 import type { JobEvent } from '../../lib/domain/job';
 import { ignoreUnknown } from '../../lib/domain/errors';
 import type { StoredEvent } from '../../lib/ports/event-store';
@@ -89,3 +91,25 @@ export function renderJob(doc: Doc): Record<string, unknown> {
   for (const key in doc) if (key[0] !== '_') job[key] = doc[key];
   return job;
 }
+
+const JOB_EVENTS = [
+  'JobQueued',
+  'UploadReceived',
+  'UploadProgressed',
+  'JobStarted',
+  'JobLeaseRenewed',
+  'JobProgressed',
+  'MediaSecondsCharged',
+  'JobStopped',
+  'JobCancelled',
+  'JobInterrupted',
+] as const satisfies readonly JobEvent['type'][];
+
+export const jobsModel: ReadModel = {
+  name: JOBS,
+  version: 1,
+  handles: new Set(JOB_EVENTS),
+  docId: (e) => (streamCategory(e.streamId) === 'job' ? String(e.data.job_id) : null),
+  evolve: evolveJobDoc,
+  indexes: JOB_INDEXES,
+};

@@ -1,5 +1,6 @@
 import { openConsumerSide } from '../../lib/adapters/consumer-side';
 import { httpCommon } from '../../lib/adapters/http-common';
+import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { createMetrics } from '../../lib/observability/metrics';
 import { watchLag } from '../../lib/observability/wiring';
 import { exitOnFatal, runService } from '../../lib/run-service';
@@ -11,7 +12,17 @@ runService('query-api', async (config, logger) => {
   const consumers = await openConsumerSide(config, logger, metrics);
   const { store, readSide, log } = consumers;
   const common = httpCommon(config, logger, store, readSide);
-  const service = await start({ ...common, metrics, port: config.port, read: readSide.read, store, log, onFatal: exitOnFatal(logger) });
+  const service = await start({
+    ...common,
+    metrics,
+    port: config.port,
+    read: readSide.read,
+    store,
+    log,
+    clock: systemClock,
+    ids: randomIds,
+    onFatal: exitOnFatal(logger),
+  });
   const lag = watchLag(metrics, [service.projector]);
   return async () => {
     lag.stop();

@@ -3,7 +3,7 @@ import { gzipSync } from 'node:zlib';
 import pino from 'pino';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import supertest from 'supertest';
-import { systemClock } from '../../lib/adapters/system/clock';
+import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { revokeToken } from '../../lib/app/admin';
 import { createAuthenticator } from '../../lib/app/tenancy';
 import { createHttpServer } from '../../lib/http/listen';
@@ -80,6 +80,8 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
         limiter: new RateLimiterMemory({ points: 100, duration: 60 }),
         maxRequestBytes: 1024,
         schemas: h.schemas,
+        clock: systemClock,
+        ids: randomIds,
         read,
         store,
         metrics,

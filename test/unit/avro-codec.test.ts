@@ -106,7 +106,16 @@ const domainEvents: DomainEvent[] = [
   { type: 'CompositionClipsReordered', data: { order: [1, 0], at: T } },
   { type: 'CompositionRenamed', data: { name: 'Final cut', at: T } },
   { type: 'CompositionMarkerAdded', data: { time: 30.001, label: 'chapter 2', at: T } },
-  { type: 'CompositionReverted', data: { to_revision: 4, at: T } },
+  {
+    type: 'CompositionReverted',
+    data: {
+      to_revision: 4,
+      name: 'Main',
+      clips: [{ media: 'multicam', in: 0, out: 61.25 }],
+      markers: [{ time: 1.5, label: 'intro' }],
+      at: T,
+    },
+  },
   {
     type: 'MediaTranscribed',
     data: {
@@ -148,6 +157,7 @@ const domainEvents: DomainEvent[] = [
     data: { folder_id: USER, drive_id: DRIVE, path: 'Clients/Acme', name: 'Acme', parent_path: 'Clients', created_by: USER, created_at: T },
   },
   { type: 'UploadProgressed', data: { job_id: JOB, ref: 'cam-b.mp4', bytes: 2_500_000_000, total: 5_000_000_000, at: T } },
+  { type: 'ProjectViewed', data: { project_id: PROJECT, user_id: USER, viewed_at: T } },
   { type: 'DriveCreated', data: { drive_id: DRIVE, name: 'Acme', webhook_secret: 'whsec_x', settings: DEFAULT_SETTINGS, created_at: T } },
   { type: 'DriveUpdated', data: { drive_id: DRIVE, changes: { name: 'Acme Inc', ai_credits: 50, media_seconds: null }, updated_at: T } },
   {

@@ -284,10 +284,12 @@ describe('composition decider', () => {
       const again = run(...edits, { type: 'Revert', to_revision: 1, now: T2 }, { type: 'Revert', to_revision: 5, now: T2 });
       assert.deepEqual(snapshot(fold(...again)), afterEdits);
     });
-    it('records the revert', () =>
+    it('records the revert with the snapshot it restores', () => {
+      const restored = snapshot(fold(...run(...edits).slice(0, 3)));
       given(...run(...edits))
         .when({ type: 'Revert', to_revision: 2, now: T2 })
-        .then([{ type: 'CompositionReverted', data: { to_revision: 2, at: T2 } }]));
+        .then([{ type: 'CompositionReverted', data: { to_revision: 2, ...restored, at: T2 } }]);
+    });
     it('records nothing when the composition already is what it was then', () =>
       given(...run(...edits))
         .when({ type: 'Revert', to_revision: 5, now: T2 })
@@ -309,10 +311,9 @@ describe('composition decider', () => {
     assert.ok(state.exists);
     assert.equal(state.revision, 2);
     assert.equal(state.name, 'Later');
-    assert.deepEqual(
-      snapshot(fold(created, unknown, renamed, { type: 'CompositionReverted', data: { to_revision: 1, at: T2 } })),
-      snapshot(fold(created)),
-    );
+    assert.deepEqual(decideComposition({ type: 'Revert', to_revision: 1, now: T2 }, state), [
+      { type: 'CompositionReverted', data: { to_revision: 1, ...snapshot(fold(created)), at: T2 } },
+    ]);
   });
 
   it('reads a creation written before markers existed as having none', () => {

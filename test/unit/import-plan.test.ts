@@ -50,8 +50,11 @@ describe('field paths and cursors', () => {
     assert.equal(fieldPath('', 'prompt'), 'prompt');
   });
   it('round-trips a cursor and refuses garbage', () => {
-    assert.deepEqual(decodeCursor(encodeCursor('2026-01-01T00:00:00Z', 'id-1')), ['2026-01-01T00:00:00Z', 'id-1']);
-    assert.throws(() => decodeCursor('garbage'), /cursor/);
-    assert.throws(() => decodeCursor(Buffer.from('{"a":1}').toString('base64url')), /cursor/);
+    const p = { sort: 'created_at', direction: 'desc' as const, value: '2026-01-01T00:00:00Z', id: 'id-1' };
+    assert.deepEqual(decodeCursor(encodeCursor(p), p), p);
+    assert.deepEqual(decodeCursor(encodeCursor({ ...p, value: null }), p).value, null);
+    assert.throws(() => decodeCursor(encodeCursor(p), { sort: 'name', direction: 'desc' }), /cursor belongs to sort=created_at/);
+    assert.throws(() => decodeCursor('garbage', p), /cursor/);
+    assert.throws(() => decodeCursor(Buffer.from('{"a":1}').toString('base64url'), p), /cursor/);
   });
 });

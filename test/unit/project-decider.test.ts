@@ -167,4 +167,26 @@ describe('project decider', () => {
     assert.equal(mediaHasVideo(state.media, 'a'), false);
     assert.equal(mediaHasVideo(state.media, 'constructor'), false);
   });
+
+  it('records a view at most once a minute per user, without making the project updated', () => {
+    const viewed = (user: string, at: string): ProjectEvent => ({
+      type: 'ProjectViewed',
+      data: { project_id: 'p', user_id: user, viewed_at: at },
+    });
+    const view = (user: string, now: string) => ({ type: 'RecordView' as const, userId: user, now });
+    given(created)
+      .when(view('u1', T0))
+      .then([viewed('u1', T0)]);
+    given(created, viewed('u1', T0)).when(view('u1', '2026-01-01T00:00:59.000Z')).then([]);
+    given(created, viewed('u1', T0))
+      .when(view('u1', '2026-01-01T00:01:00.000Z'))
+      .then([viewed('u1', '2026-01-01T00:01:00.000Z')]);
+    given(created, viewed('u1', T0))
+      .when(view('u2', T0))
+      .then([viewed('u2', T0)]);
+    given().when(view('u1', T0)).thenRejects('not_found');
+    const state = [created, viewed('u1', '2026-02-01T00:00:00.000Z')].reduce(evolveProject, initialProjectState());
+    assert.ok(state.exists);
+    assert.equal(state.updatedAt, T0);
+  });
 });

@@ -1,0 +1,122 @@
+import type { EventStore, StoredEvent } from '../ports/event-store';
+import type { Doc, ReadStore } from '../ports/read-store';
+import { applyToDocument, applyToDocuments, type DocEvolve } from './projection';
+
+/**
+ * Read models as definitions (STYLE §14): the projector, replay and start-up take a list of
+ * these and name none of them. Adding a read model is one new definition and one line in the
+ * list; start-up builds it from the event store (see `staleModels`).
+ */
+export interface ReadModel {
+  /** Its collection in the ReadStore. */
+  readonly name: string;
+  /** Bump when `evolve` or the document's shape changes: start-up then rebuilds the model. */
+  readonly version: number;
+  /**
+   * The event types it reads. A document follows one stream, so list every type its streams
+   * carry: an event of that stream the model did not get would look like a gap, healed by
+   * folding the stream again.
+   */
+  readonly handles: ReadonlySet<string>;
+  /** The document an event belongs to; null when the event is not this model's (another kind of stream). */
+  readonly docId: (event: StoredEvent) => string | null;
+  /** Pure: the document after the event (null: no document). */
+  readonly evolve: DocEvolve;
+  readonly indexes: readonly (readonly string[])[];
+  /**
+   * `fact`: one document per event, written once and never changed (a charge). The default,
+   * `stream`: one document per stream, revision-guarded, gaps healed from the store.
+   */
+  readonly kind?: 'stream' | 'fact';
+}
+
+type Deps = { read: ReadStore; store: EventStore };
+
+export async function prepareModels(read: ReadStore, models: readonly ReadModel[]): Promise<void> {
+  for (const model of models) for (const fields of model.indexes) await read.ensureIndex(model.name, fields);
+}
+
+/** Applies one event to every model that reads it. Idempotent: a redelivery changes nothing. */
+export async function projectEvent(deps: Deps, models: readonly ReadModel[], event: StoredEvent): Promise<void> {
+  for (const model of models) {
+    if (!model.handles.has(event.type)) continue;
+    const id = model.docId(event);
+    if (id === null) continue;
+    if (model.kind === 'fact') await writeFact(deps.read, model, id, event);
+    else await applyToDocument(deps, model.name, id, event, model.evolve);
+  }
+}
+
+/** Projects a page of `$all` (replay): each document's events are folded and written once. */
+export async function projectPage(deps: Deps, models: readonly ReadModel[], events: readonly StoredEvent[]): Promise<void> {
+  for (const model of models) {
+    const byId = new Map<string, StoredEvent[]>();
+    for (const e of events) {
+      if (!model.handles.has(e.type)) continue;
+      const id = model.docId(e);
+      if (id === null) continue;
+      if (model.kind === 'fact') {
+        await writeFact(deps.read, model, id, e);
+        continue;
+      }
+      const list = byId.get(id);
+      if (list) list.push(e);
+      else byId.set(id, [e]);
+    }
+    if (byId.size > 0) await applyToDocuments(deps, model.name, byId, model.evolve);
+  }
+}
+
+async function writeFact(read: ReadStore, model: ReadModel, id: string, event: StoredEvent): Promise<void> {
+  const doc = model.evolve(null, event);
+  if (doc) await read.put(model.name, { ...doc, _id: id, _rev: 0 } as Doc, null); // `stale`: already there
+}
+
+/** Rebuilds `models` from position 0 of the event store (all of them unless told). */
+export async function rebuildModels(
+  deps: Deps & { onProgress?: (events: number) => void; batchSize?: number },
+  models: readonly ReadModel[],
+): Promise<{ events: number; seconds: number; eventsPerSecond: number }> {
+  const started = process.hrtime.bigint();
+  for (const model of models) await deps.read.clear(model.name);
+  await prepareModels(deps.read, models);
+  let events = 0;
+  let after: string | null = null;
+  for (;;) {
+    const page = await deps.store.readAll(after, deps.batchSize ?? 1000);
+    if (page.length === 0) break;
+    await projectPage(deps, models, page);
+    events += page.length;
+    after = page[page.length - 1].position;
+    deps.onProgress?.(events);
+  }
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  return { events, seconds, eventsPerSecond: seconds > 0 ? Math.round(events / seconds) : events };
+}
+
+const MARKER = { collection: 'meta', id: 'read-models' };
+
+/**
+ * The models the read store does not hold at their current version: new ones, changed ones, or
+ * all of them when the store was emptied or replaced (no marker). The log's checkpoint lives with
+ * the log, so without this a new or emptied model would stay empty while the group carries on.
+ */
+export async function staleModels(read: ReadStore, models: readonly ReadModel[]): Promise<ReadModel[]> {
+  const marker = await read.get(MARKER.collection, MARKER.id);
+  if (!marker) return [...models];
+  const built = (marker.versions ?? {}) as Record<string, unknown>;
+  // Stores marked before models had versions hold the first version of the two models of then.
+  const legacy = marker.versions === undefined ? { jobs: 1, charges: 1 } : {};
+  return models.filter((m) => (Object.hasOwn(built, m.name) ? built[m.name] : legacy[m.name as keyof typeof legacy]) !== m.version);
+}
+
+/** Records that `models` are built at their versions (after a rebuild). */
+export async function markBuilt(read: ReadStore, models: readonly ReadModel[]): Promise<void> {
+  const versions = Object.fromEntries(models.map((m) => [m.name, m.version]));
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const marker = await read.get(MARKER.collection, MARKER.id);
+    const doc = { _id: MARKER.id, _rev: (marker?._rev ?? -1) + 1, versions, updated_at: new Date().toISOString() };
+    if ((await read.put(MARKER.collection, doc, marker ? marker._rev : null)) === 'written') return;
+  }
+  throw new Error('could not record the read models built (the marker kept changing)');
+}

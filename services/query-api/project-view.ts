@@ -1,0 +1,128 @@
+import type { Principal } from '../../lib/app/tenancy';
+import { loadTranscript } from '../../lib/app/transcripts';
+import { compositionMediaType, compositionTranscript, sequenceWords, type Clip, type Word } from '../../lib/domain/edl';
+import { forbidden, invalidInput, notFound } from '../../lib/domain/errors';
+import { isUuid } from '../../lib/domain/ids';
+import type { BlobStore } from '../../lib/ports/blob-store';
+import type { Doc, ReadStore } from '../../lib/ports/read-store';
+import { JOBS, renderJob } from './jobs-projection';
+import { COMPOSITIONS } from './models/compositions';
+import { PROJECTS, type ProjectDoc, type ProjectMediaEntry } from './models/projects';
+
+/** A project as the detail endpoint and the project page read it: the project document joined with its compositions. */
+
+export type ProjectViewDeps = { read: ReadStore };
+
+export type CompositionView = {
+  readonly id: string;
+  readonly short_id: string;
+  readonly name: string;
+  readonly duration: number;
+  readonly media_type: 'video' | 'audio';
+  readonly clips: readonly Clip[];
+};
+
+export type ProjectView = { readonly project: ProjectDoc; readonly compositions: readonly CompositionView[] };
+
+/** The project of the principal's drive: 400 for a malformed id, 404 when it does not exist, 403 for another drive's. */
+export async function loadProjectView(deps: ProjectViewDeps, who: Principal, projectId: string): Promise<ProjectView> {
+  if (!isUuid(projectId)) throw invalidInput(`project_id ${JSON.stringify(projectId.slice(0, 80))} is not a UUID`);
+  const project = (await deps.read.get(PROJECTS, projectId.toLowerCase())) as ProjectDoc | null;
+  if (!project) throw notFound(`project ${projectId} does not exist`);
+  if (project.drive_id !== who.driveId) throw forbidden(`project ${projectId} belongs to another drive`);
+  const docs = new Map(
+    (
+      await deps.read.getMany(
+        COMPOSITIONS,
+        project.compositions.map((c) => c.id),
+      )
+    ).map((d) => [d._id, d]),
+  );
+  const media = new Map(project.media.map((m) => [m.ref, m]));
+  const hasVideo = (ref: string, depth = 0): boolean => {
+    const m = media.get(ref);
+    return !!m && depth < 5 && (m.has_video || (m.tracks ?? []).some((t) => hasVideo(t.media, depth + 1)));
+  };
+  const compositions = project.compositions.flatMap((entry): CompositionView[] => {
+    const doc = docs.get(entry.id);
+    if (!doc) return []; // listed, its stream not written yet (a crash between the two appends, finished on retry)
+    const clips = doc.clips as Clip[];
+    return [
+      {
+        id: entry.id,
+        short_id: entry.short_id,
+        name: String(doc.name),
+        duration: Number(doc.duration),
+        media_type: compositionMediaType(clips, (ref) => hasVideo(ref)),
+        clips,
+      },
+    ];
+  });
+  return { project, compositions };
+}
+
+/** `GET /projects/{project_id}` as the spec shapes it. */
+export function renderProjectDetail(view: ProjectView): Record<string, unknown> {
+  const { project } = view;
+  return {
+    id: project.id,
+    name: project.name,
+    drive_id: project.drive_id,
+    created_at: project.created_at,
+    updated_at: project.updated_at,
+    // Own properties from entries: a reference such as "__proto__" stays a key.
+    media_files: Object.fromEntries(project.media.map((m) => [m.ref, mediaFileOf(m)])),
+    compositions: view.compositions.map(({ id, name, duration, media_type }) => ({ id, name, duration, media_type })),
+    publishes: [],
+    ...(project.folder_path !== null && { folder_path: project.folder_path }),
+  };
+}
+
+const mediaFileOf = (m: ProjectMediaEntry) => (m.duration === null ? { type: m.type } : { type: m.type, duration: m.duration });
+
+/** The words of a composition in composition time, from its clips' transcripts (a sequence: its tracks', each a speaker). */
+export async function compositionWords(blobs: BlobStore, project: ProjectDoc, clips: readonly Clip[]): Promise<Word[]> {
+  const media = new Map(project.media.map((m) => [m.ref, m]));
+  const cache = new Map<string, Word[] | undefined>();
+  const own = async (ref: string): Promise<Word[] | undefined> => {
+    if (!cache.has(ref)) {
+      const key = media.get(ref)?.transcript_key;
+      cache.set(ref, key ? await loadTranscript(blobs, key) : undefined);
+    }
+    return cache.get(ref);
+  };
+  const words = new Map<string, readonly Word[]>();
+  for (const clip of clips) {
+    const m = media.get(clip.media);
+    if (m?.tracks) {
+      for (const t of m.tracks) {
+        const w = await own(t.media);
+        if (w) words.set(t.media, w);
+      }
+      words.set(
+        clip.media,
+        sequenceWords(m.tracks, (ref) => words.get(ref)),
+      );
+    } else {
+      const w = await own(clip.media);
+      if (w) words.set(clip.media, w);
+    }
+  }
+  return compositionTranscript(clips, (ref) => words.get(ref));
+}
+
+/** The project's most recent jobs, newest first, as `GET /jobs/{id}` renders them. */
+export async function recentJobs(read: ReadStore, project: ProjectDoc, limit = 10): Promise<Record<string, unknown>[]> {
+  const docs: Doc[] = await read.find(
+    JOBS,
+    { drive_id: project.drive_id, project_id: project.id },
+    {
+      sort: [
+        ['created_at', -1],
+        ['_id', -1],
+      ],
+      limit,
+    },
+  );
+  return docs.map(renderJob);
+}

@@ -1,0 +1,214 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
+import { createSqliteReadStore } from '../../lib/adapters/embedded/read-store';
+import { markBuilt, projectEvent, projectPage, staleModels, type ReadModel } from '../../lib/app/read-models';
+import type { StoredEvent } from '../../lib/ports/event-store';
+import { READ_MODELS } from '../../services/query-api/read-models';
+
+/**
+ * Every read model in the list, driven through the generic projector functions: a scenario of
+ * its stream's events, each delivered twice, gives the same documents as once (STYLE §9).
+ */
+
+const T = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString();
+const PROJECT = '1e7d4a0c-3b5f-4c8e-a2d9-6f0b1c3e5a77';
+const COMPOSITION = 'abcde000-0000-4000-8000-000000000000';
+const FOLDER = '2f7d4a0c-3b5f-4c8e-a2d9-6f0b1c3e5a77';
+const JOB = 'project-media-import-8c1f2a52-3b1e-4c55-9f2e-1d1b3b1c9a10';
+
+function stream(streamId: string, events: [string, Record<string, unknown>][]): StoredEvent[] {
+  return events.map(([type, data], revision) => ({
+    id: randomUUID(),
+    type,
+    data,
+    metadata: { partition_key: streamId },
+    streamId,
+    revision,
+    position: '0',
+    createdAt: T(revision),
+  }));
+}
+
+const clip = { media: 'a.wav', in: 0, out: 4 };
+const SCENARIOS: Record<string, StoredEvent[]> = {
+  jobs: stream(`job-${JOB}`, [
+    [
+      'JobQueued',
+      {
+        job_id: JOB,
+        job_type: 'import/project_media',
+        drive_id: 'd',
+        project_id: PROJECT,
+        project_url: 'u',
+        created_by: 'u',
+        callback_url: null,
+        request: { media: [], compositions: [] },
+        created_at: T(0),
+      },
+    ],
+    ['JobStarted', { job_id: JOB, attempt: 1, started_at: T(1) }],
+    ['MediaSecondsCharged', { job_id: JOB, drive_id: 'd', ref: 'a.wav', seconds: 4, charged_at: T(2) }],
+    ['JobStopped', { job_id: JOB, result: { status: 'success' }, project_url: null, stopped_at: T(3) }],
+  ]),
+  charges: stream(`job-${JOB}`, [
+    ['MediaSecondsCharged', { job_id: JOB, drive_id: 'd', ref: 'a.wav', seconds: 4, charged_at: T(2) }],
+    ['MediaSecondsCharged', { job_id: JOB, drive_id: 'd', ref: 'b.wav', seconds: 2, charged_at: T(3) }],
+  ]),
+  projects: stream(`project-${PROJECT}`, [
+    [
+      'ProjectCreated',
+      {
+        project_id: PROJECT,
+        drive_id: 'd',
+        name: 'P',
+        folder_path: 'A/B',
+        team_access: 'none',
+        created_by: 'u',
+        job_id: JOB,
+        created_at: T(0),
+      },
+    ],
+    [
+      'MediaImported',
+      {
+        project_id: PROJECT,
+        ref: 'a.wav',
+        media_type: 'audio',
+        duration_seconds: 4,
+        blob_key: 'k',
+        size_bytes: 1,
+        has_audio: true,
+        has_video: false,
+        source_url: null,
+        language: null,
+        tracks: null,
+        job_id: JOB,
+        imported_at: T(1),
+      },
+    ],
+    [
+      'MediaTranscribed',
+      {
+        project_id: PROJECT,
+        ref: 'a.wav',
+        transcript_key: 'transcripts/x.json',
+        sha256: 'x',
+        word_count: 3,
+        language: 'en',
+        transcriber: 'openai',
+        job_id: JOB,
+        transcribed_at: T(2),
+      },
+    ],
+    [
+      'CompositionAdded',
+      { project_id: PROJECT, composition_id: COMPOSITION, short_id: 'abcde', name: 'Main', origin: `${JOB}#0`, created_at: T(3) },
+    ],
+    ['ProjectViewed', { project_id: PROJECT, user_id: 'u', viewed_at: T(4) }],
+  ]),
+  compositions: stream(`composition-${COMPOSITION}`, [
+    [
+      'CompositionCreated',
+      {
+        project_id: PROJECT,
+        composition_id: COMPOSITION,
+        short_id: 'abcde',
+        name: 'Main',
+        clips: [clip],
+        markers: [],
+        width: 1920,
+        height: 1080,
+        origin: `${JOB}#0`,
+        created_at: T(0),
+      },
+    ],
+    ['CompositionRangeCut', { from: 1, to: 2, at: T(1) }],
+    ['CompositionRenamed', { name: 'Tight', at: T(2) }],
+    ['CompositionReverted', { to_revision: 0, name: 'Main', clips: [clip], markers: [], at: T(3) }],
+  ]),
+  folders: stream(`folder-${FOLDER}`, [
+    ['FolderCreated', { folder_id: FOLDER, drive_id: 'd', path: 'A/B', name: 'B', parent_path: 'A', created_by: 'u', created_at: T(0) }],
+  ]),
+};
+
+async function documentsAfter(model: ReadModel, deliveries: StoredEvent[]) {
+  const read = createSqliteReadStore({ path: ':memory:' });
+  const store = createSqliteEventStore({ path: ':memory:' });
+  try {
+    for (const e of deliveries) await projectEvent({ read, store }, [model], e);
+    return (await read.find(model.name, {})).map(({ _rev, ...doc }) => doc);
+  } finally {
+    await read.close();
+    await store.close();
+  }
+}
+
+describe('read models', () => {
+  it('each has a scenario here (a new model needs one)', () => {
+    assert.deepEqual(READ_MODELS.map((m) => m.name).sort(), Object.keys(SCENARIOS).sort());
+  });
+
+  for (const model of READ_MODELS) {
+    describe(`${model.name} read model`, () => {
+      const events = SCENARIOS[model.name] ?? [];
+      it('is idempotent when an event is delivered twice', async () => {
+        const once = await documentsAfter(model, events);
+        assert.ok(once.length > 0, 'the scenario makes documents');
+        const twice = await documentsAfter(
+          model,
+          events.flatMap((e) => [e, e]),
+        );
+        const replayed = await documentsAfter(model, [...events, ...events]);
+        assert.deepEqual(twice, once);
+        assert.deepEqual(replayed, once);
+      });
+      it('makes the same documents from a page (replay) as from single events', async () => {
+        const read = createSqliteReadStore({ path: ':memory:' });
+        const store = createSqliteEventStore({ path: ':memory:' });
+        try {
+          await projectPage({ read, store }, [model], events);
+          const paged = (await read.find(model.name, {})).map(({ _rev, ...doc }) => doc);
+          assert.deepEqual(paged, await documentsAfter(model, events));
+        } finally {
+          await read.close();
+          await store.close();
+        }
+      });
+    });
+  }
+
+  it('projects a reverted composition to exactly what it was', async () => {
+    const [doc] = await documentsAfter(
+      READ_MODELS.find((m) => m.name === 'compositions')!,
+      SCENARIOS.compositions,
+    );
+    assert.deepEqual([doc.name, doc.clips, doc.duration], ['Main', [clip], 4]);
+  });
+
+  it('knows which models a read store lacks or holds at another version', async () => {
+    const read = createSqliteReadStore({ path: ':memory:' });
+    try {
+      assert.deepEqual((await staleModels(read, READ_MODELS)).length, READ_MODELS.length, 'no marker: all of them');
+      await markBuilt(read, READ_MODELS);
+      assert.deepEqual(await staleModels(read, READ_MODELS), []);
+      const bumped = READ_MODELS.map((m) => (m.name === 'projects' ? { ...m, version: m.version + 1 } : m));
+      assert.deepEqual(
+        (await staleModels(read, bumped)).map((m) => m.name),
+        ['projects'],
+      );
+    } finally {
+      await read.close();
+    }
+  });
+
+  it('takes a read store marked before models had versions as holding jobs and charges only', async () => {
+    const read = createSqliteReadStore({ path: ':memory:' });
+    try {
+      await read.put('meta', { _id: 'read-models', _rev: 0, created_at: T(0) }, null);
+      assert.deepEqual((await staleModels(read, READ_MODELS)).map((m) => m.name).sort(), ['compositions', 'folders', 'projects']);
+    } finally {
+      await read.close();
+    }
+  });
+});
