@@ -29,6 +29,8 @@ export type MediaImported = {
   readonly data: {
     readonly project_id: string;
     readonly ref: string;
+    /** The file's id: an upload item's `asset_id`; for other media, derived from project and reference. Absent on early events. */
+    readonly asset_id?: string | null;
     readonly media_type: ProjectMediaType;
     readonly duration_seconds: number | null;
     readonly blob_key: string | null;

@@ -1,3 +1,4 @@
+import { v5 as uuidv5 } from 'uuid';
 import type { BalanceReader } from '../../lib/app/balance';
 import { handleCommand, loadState } from '../../lib/app/command-handler';
 import { jobDecider, projectDecider } from '../../lib/app/deciders';
@@ -180,11 +181,18 @@ async function importFile(
   if (isUrlItem(item)) {
     report('downloading', 0);
     const { blobKey, size } = await download(deps, ctx, item.url, (f) => report('downloading', within('fetching', f)));
-    source = { ref, blobKey, size, sourceUrl: item.url, language: item.language };
+    source = { ref, assetId: mediaAssetId(ctx.job.project_id, ref), blobKey, size, sourceUrl: item.url, language: item.language };
   } else {
     const upload = received.get(ref);
     if (!upload) throw new AppError('invalid_input', `the upload did not arrive before its URL expired at ${item.upload.expires_at}`);
-    source = { ref, blobKey: upload.blob_key, size: upload.size_bytes, sourceUrl: null, language: item.language };
+    source = {
+      ref,
+      assetId: item.upload.asset_id,
+      blobKey: upload.blob_key,
+      size: upload.size_bytes,
+      sourceUrl: null,
+      language: item.language,
+    };
   }
   try {
     return await describeMedia(deps, ctx, source, (phase, f) => report(phase, within(phase, f)));
@@ -193,6 +201,11 @@ async function importFile(
     throw err;
   }
 }
+
+const MEDIA_NAMESPACE = '0b8f3f8e-5a4c-4b7e-9d2a-6c1e0f4a7b33';
+
+/** The asset id of media that did not come as an upload: a name-based UUID of project and reference, the same on every retry. */
+const mediaAssetId = (projectId: string, ref: string): string => uuidv5(`${projectId}\n${ref}`, MEDIA_NAMESPACE);
 
 /**
  * Why the drive cannot take `seconds` more media, or null when it can. `chargedHere` is what this
@@ -221,6 +234,7 @@ function sequenceFile(
   return {
     project_id: state.project.project_id,
     ref,
+    asset_id: mediaAssetId(state.project.project_id, ref),
     media_type: 'sequence',
     duration_seconds: Math.round(duration * 1000) / 1000,
     blob_key: null,

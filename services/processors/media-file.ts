@@ -14,6 +14,7 @@ export type FileOutcome = Pick<AddMedia, 'file' | 'transcript'>;
 
 export type Source = {
   readonly ref: string;
+  readonly assetId: string;
   readonly blobKey: string;
   readonly size: number;
   readonly sourceUrl: string | null;
@@ -61,6 +62,7 @@ export async function describeMedia(
     file: {
       project_id: ctx.job.project_id,
       ref: source.ref,
+      asset_id: source.assetId,
       media_type: accepted.type,
       duration_seconds: duration,
       blob_key: source.blobKey,

@@ -61,6 +61,7 @@ const domainEvents: DomainEvent[] = [
     data: {
       project_id: PROJECT,
       ref: 'multicam',
+      asset_id: USER,
       media_type: 'sequence',
       duration_seconds: 61.25,
       blob_key: null,
@@ -287,6 +288,14 @@ describe('Avro codec', () => {
       const { markers: _m, ...v1Data } = event('CompositionCreated').data;
       const buf = createAvroCodec({ schemaDir: v1Dir }).encode({ ...event('CompositionCreated'), data: v1Data });
       assert.deepEqual(codec.decode(buf), { ...event('CompositionCreated'), data: { ...v1Data, markers: [] } });
+    });
+
+    it('reads a MediaImported written before asset ids existed (history v1) as having none', () => {
+      const v1Dir = tempDir();
+      cpSync(join(SCHEMA_DIR, 'history', 'MediaImported.v1.avsc'), join(v1Dir, 'MediaImported.avsc'));
+      const { asset_id: _a, ...v1Data } = event('MediaImported').data as Record<string, unknown>;
+      const buf = createAvroCodec({ schemaDir: v1Dir }).encode({ ...event('MediaImported'), data: v1Data });
+      assert.deepEqual(codec.decode(buf), { ...event('MediaImported'), data: { ...v1Data, asset_id: null } });
     });
 
     it('refuses a message whose writer schema it does not know, naming the fingerprint', () => {

@@ -14,6 +14,7 @@ export const PROJECTS = 'projects';
 
 export type ProjectMediaEntry = {
   readonly ref: string;
+  readonly asset_id: string | null;
   readonly type: string;
   /** Seconds; null for images. */
   readonly duration: number | null;
@@ -76,6 +77,7 @@ export function evolveProjectDoc(doc: Doc | null, stored: StoredEvent): Doc | nu
       const m = event.data;
       const entry: ProjectMediaEntry = {
         ref: m.ref,
+        asset_id: m.asset_id ?? null,
         type: m.media_type,
         duration: m.duration_seconds,
         has_video: m.has_video,
