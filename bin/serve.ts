@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { openEventStore, openMedia, openReadStore } from '../lib/adapters/from-config';
+import { openBlobStore, openEventStore, openMedia, openReadStore } from '../lib/adapters/from-config';
 import { httpCommon } from '../lib/adapters/http-common';
 import { createBalanceReader } from '../lib/app/balance';
 import { ConfigError } from '../lib/config';
@@ -42,7 +42,16 @@ runService('serve', async (config, logger) => {
     ...commandDeps(config, store),
     balance: createBalanceReader({ store, read: readSide.read }),
   });
-  const queryApp = createQueryApp({ ...shared, read: readSide.read, store, clock: systemClock, ids: randomIds });
+  const queryApp = createQueryApp({
+    ...shared,
+    read: readSide.read,
+    search: readSide.search,
+    blobs: openBlobStore(config),
+    webUrl: config.webUrl,
+    store,
+    clock: systemClock,
+    ids: randomIds,
+  });
   const server = createHttpServer(routeByMethod(commandApp, queryApp));
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>

@@ -5,6 +5,7 @@ import { createMetrics } from '../lib/observability/metrics';
 import { jobMetrics, watchLag } from '../lib/observability/wiring';
 import { exitOnFatal, runService } from '../lib/run-service';
 import { serveParent } from '../lib/supervise';
+import { openBlobStore } from '../lib/adapters/from-config';
 import * as processors from '../services/processors';
 import { processorsDeps } from '../services/processors/from-config';
 import { startProjector } from '../services/query-api/projector';
@@ -38,7 +39,14 @@ runService('worker', async (config, logger) => {
       () => producer.close(),
     );
   }
-  const projector = await startProjector({ log, read: readSide.read, store, logger, onFatal });
+  const projector = await startProjector({
+    log,
+    read: readSide.read,
+    store,
+    logger,
+    onFatal,
+    search: { index: readSide.search, blobs: openBlobStore(config) },
+  });
   stops.unshift(() => projector.close());
   const proc = await processors.start(
     processorsDeps(config, logger, { store, read: readSide.read, log }, { observer: jobMetrics(metrics), onFatal }),

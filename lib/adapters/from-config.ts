@@ -12,10 +12,12 @@ import type { DeadLetterStore } from '../ports/dead-letters';
 import type { EventLog, LogProducer } from '../ports/event-log';
 import type { EventStore } from '../ports/event-store';
 import type { ReadStore } from '../ports/read-store';
+import type { SearchIndex } from '../ports/search-index';
 import { createSqliteDeadLetterStore } from './embedded/dead-letters';
 import { createEmbeddedEventLog } from './embedded/event-log';
 import { createSqliteEventStore, type SqliteEventStore } from './embedded/event-store';
 import { createSqliteReadStore } from './embedded/read-store';
+import { createSqliteSearchIndex } from './embedded/search-index';
 import { createEsdbEventStore } from './eventstoredb/event-store';
 import { createFfprobeProber } from './ffmpeg/prober';
 import { resolveFfmpegPaths } from './ffmpeg/binaries';
@@ -27,6 +29,7 @@ import { createLocalBlobStore } from './local/blob-store';
 import { createTranscriber } from './transcriber/from-config';
 import { createMongoDeadLetterStore } from './mongodb/dead-letters';
 import { createMongoReadStore } from './mongodb/read-store';
+import { createMongoSearchIndex } from './mongodb/search-index';
 
 /**
  * Builds adapters from configuration: embedded when a server is not configured, distributed when
@@ -96,17 +99,27 @@ export async function openLogProducer(config: Config, logger: Logger): Promise<L
   return createKafkaProducer({ kafka, topic: config.kafka!.topic, codec: createAvroCodec({ schemaDir: EVENT_SCHEMA_DIR }), logger });
 }
 
-export type ReadSide = { read: ReadStore; mongo?: MongoClient; close(): Promise<void> };
+/** The query side's stores: the read models and the search index, in MongoDB or in SQLite files. */
+export type ReadSide = { read: ReadStore; search: SearchIndex; mongo?: MongoClient; close(): Promise<void> };
 
 export async function openReadStore(config: Config): Promise<ReadSide> {
   if (config.mongoUrl) {
     const mongo = await MongoClient.connect(config.mongoUrl);
     const read = createMongoReadStore(mongo.db());
-    return { read, mongo, close: () => mongo.close() };
+    const search = await createMongoSearchIndex(mongo.db());
+    return { read, search, mongo, close: () => mongo.close() };
   }
   mkdirSync(config.dataDir, { recursive: true });
   const read = createSqliteReadStore({ path: join(config.dataDir, 'read.sqlite') });
-  return { read, close: () => read.close() };
+  const search = createSqliteSearchIndex({ path: join(config.dataDir, 'search.sqlite') });
+  return {
+    read,
+    search,
+    async close() {
+      await search.close();
+      await read.close();
+    },
+  };
 }
 
 export function openRateLimiter(config: Config, mongo?: MongoClient): RateLimiterAbstract {

@@ -74,7 +74,12 @@ async function writeFact(read: ReadStore, model: ReadModel, id: string, event: S
 
 /** Rebuilds `models` from position 0 of the event store (all of them unless told). */
 export async function rebuildModels(
-  deps: Deps & { onProgress?: (events: number) => void; batchSize?: number },
+  deps: Deps & {
+    onProgress?: (events: number) => void;
+    batchSize?: number;
+    /** Runs after each page is projected (the search index follows the documents). */
+    afterPage?: (page: readonly StoredEvent[]) => Promise<void>;
+  },
   models: readonly ReadModel[],
 ): Promise<{ events: number; seconds: number; eventsPerSecond: number }> {
   const started = process.hrtime.bigint();
@@ -86,6 +91,7 @@ export async function rebuildModels(
     const page = await deps.store.readAll(after, deps.batchSize ?? 1000);
     if (page.length === 0) break;
     await projectPage(deps, models, page);
+    await deps.afterPage?.(page);
     events += page.length;
     after = page[page.length - 1].position;
     deps.onProgress?.(events);
@@ -101,7 +107,7 @@ const MARKER = { collection: 'meta', id: 'read-models' };
  * all of them when the store was emptied or replaced (no marker). The log's checkpoint lives with
  * the log, so without this a new or emptied model would stay empty while the group carries on.
  */
-export async function staleModels(read: ReadStore, models: readonly ReadModel[]): Promise<ReadModel[]> {
+export async function staleModels<M extends { name: string; version: number }>(read: ReadStore, models: readonly M[]): Promise<M[]> {
   const marker = await read.get(MARKER.collection, MARKER.id);
   if (!marker) return [...models];
   const built = (marker.versions ?? {}) as Record<string, unknown>;
@@ -110,11 +116,17 @@ export async function staleModels(read: ReadStore, models: readonly ReadModel[])
   return models.filter((m) => (Object.hasOwn(built, m.name) ? built[m.name] : legacy[m.name as keyof typeof legacy]) !== m.version);
 }
 
-/** Records that `models` are built at their versions (after a rebuild). */
-export async function markBuilt(read: ReadStore, models: readonly ReadModel[]): Promise<void> {
-  const versions = Object.fromEntries(models.map((m) => [m.name, m.version]));
+/**
+ * Records that `models` are built at their versions (after a rebuild). Anything else that is
+ * built from the log (the search index) is named the same way, `{name, version}`.
+ */
+export async function markBuilt(read: ReadStore, models: readonly { name: string; version: number }[]): Promise<void> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const marker = await read.get(MARKER.collection, MARKER.id);
+    const versions = {
+      ...((marker?.versions ?? {}) as Record<string, number>),
+      ...Object.fromEntries(models.map((m) => [m.name, m.version])),
+    };
     const doc = { _id: MARKER.id, _rev: (marker?._rev ?? -1) + 1, versions, updated_at: new Date().toISOString() };
     if ((await read.put(MARKER.collection, doc, marker ? marker._rev : null)) === 'written') return;
   }

@@ -1,12 +1,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Koa from 'koa';
 
+/** The web sign-in's forms: they change no state of the service, only the browser's cookie. */
+const QUERY_SIDE_POSTS = new Set(['/login', '/logout']);
+
 /**
- * One port for both APIs, as the distributed gateway does it: reads (GET, HEAD) go to the query
- * API, everything else to the command API.
+ * One port for both APIs, as the distributed gateway does it: reads (GET, HEAD) and the web
+ * sign-in go to the query API, everything else to the command API.
  */
 export function routeByMethod(command: Koa, query: Koa) {
   const toCommand = command.callback();
   const toQuery = query.callback();
-  return (req: IncomingMessage, res: ServerResponse) => (req.method === 'GET' || req.method === 'HEAD' ? toQuery : toCommand)(req, res);
+  return (req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? '/').split('?', 1)[0];
+    const read = req.method === 'GET' || req.method === 'HEAD' || (req.method === 'POST' && QUERY_SIDE_POSTS.has(path));
+    return (read ? toQuery : toCommand)(req, res);
+  };
 }

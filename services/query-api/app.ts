@@ -11,48 +11,74 @@ import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
 import { evolveJobDoc, JOBS, renderJob } from './jobs-projection';
 import { mountProjects, timeRange } from './projects';
+import { mountSearch } from './search';
+import { createWebRoutes } from './web/routes';
+import type { BlobStore } from '../../lib/ports/blob-store';
+import type { SearchIndex } from '../../lib/ports/search-index';
 
-export type QueryApiDeps = ApiAppDeps & { read: ReadStore; store: EventStore; schemas: SchemaRegistry; clock: Clock; ids: Ids };
+export type QueryApiDeps = ApiAppDeps & {
+  read: ReadStore;
+  store: EventStore;
+  schemas: SchemaRegistry;
+  clock: Clock;
+  ids: Ids;
+  search: SearchIndex;
+  /** Where transcripts are read for the project page. */
+  blobs: BlobStore;
+  webUrl: string;
+};
 
 export const API_VERSION = '1.2';
 
 /** The read side: answers from the read models. */
 export function createApp(deps: QueryApiDeps): Koa {
-  return createApiApp(deps, (v1) => {
-    v1.get('/status', (ctx) => {
-      const { auth } = (ctx as unknown as ApiContext).state;
-      ctx.body = { drive_id: auth.driveId, drive_name: auth.driveName, api_version: API_VERSION };
-    });
-
-    v1.get('/jobs/:job_id', async (ctx) => {
-      const { auth } = (ctx as unknown as ApiContext).state;
-      const jobId = ctx.params.job_id;
-      const doc = isJobId(jobId) ? await readJob(deps, jobId) : null;
-      if (!doc) throw notFound(`job ${jobId} does not exist`);
-      if (doc.drive_id !== auth.driveId) throw forbidden(`job ${jobId} belongs to another drive`);
-      ctx.body = renderJob(doc);
-    });
-
-    v1.get('/jobs', async (ctx) => {
-      const { auth } = (ctx as unknown as ApiContext).state;
-      const q: Record<string, unknown> = { ...ctx.query };
-      deps.schemas.assertQuery('jobs-list-query', q);
-      const base: Record<string, Condition> = { drive_id: auth.driveId };
-      if (q.project_id) base.project_id = q.project_id as string;
-      if (q.type) base.job_type = q.type as string;
-      const range = timeRange(q.created_after, q.created_before);
-      if (range) base.created_at = range;
-      const page = await findPage(deps.read, JOBS, base, {
-        sort: 'created_at',
-        direction: 'desc',
-        limit: q.limit as number,
-        cursor: q.cursor as string | undefined,
-      });
-      ctx.body = { data: page.docs.map(renderJob), pagination: page.next_cursor ? { next_cursor: page.next_cursor } : {} };
-    });
-
-    mountProjects(v1, deps);
+  const web = createWebRoutes({
+    authenticate: deps.authenticate,
+    read: deps.read,
+    blobs: deps.blobs,
+    webUrl: deps.webUrl,
+    logger: deps.logger,
   });
+  return createApiApp(
+    deps,
+    (v1) => {
+      v1.get('/status', (ctx) => {
+        const { auth } = (ctx as unknown as ApiContext).state;
+        ctx.body = { drive_id: auth.driveId, drive_name: auth.driveName, api_version: API_VERSION };
+      });
+
+      v1.get('/jobs/:job_id', async (ctx) => {
+        const { auth } = (ctx as unknown as ApiContext).state;
+        const jobId = ctx.params.job_id;
+        const doc = isJobId(jobId) ? await readJob(deps, jobId) : null;
+        if (!doc) throw notFound(`job ${jobId} does not exist`);
+        if (doc.drive_id !== auth.driveId) throw forbidden(`job ${jobId} belongs to another drive`);
+        ctx.body = renderJob(doc);
+      });
+
+      v1.get('/jobs', async (ctx) => {
+        const { auth } = (ctx as unknown as ApiContext).state;
+        const q: Record<string, unknown> = { ...ctx.query };
+        deps.schemas.assertQuery('jobs-list-query', q);
+        const base: Record<string, Condition> = { drive_id: auth.driveId };
+        if (q.project_id) base.project_id = q.project_id as string;
+        if (q.type) base.job_type = q.type as string;
+        const range = timeRange(q.created_after, q.created_before);
+        if (range) base.created_at = range;
+        const page = await findPage(deps.read, JOBS, base, {
+          sort: 'created_at',
+          direction: 'desc',
+          limit: q.limit as number,
+          cursor: q.cursor as string | undefined,
+        });
+        ctx.body = { data: page.docs.map(renderJob), pagination: page.next_cursor ? { next_cursor: page.next_cursor } : {} };
+      });
+
+      mountProjects(v1, deps);
+      mountSearch(v1, deps);
+    },
+    [web],
+  );
 }
 
 /**

@@ -11,7 +11,7 @@ export type { QueryApiDeps };
  * current (replicas share the work through the `projections` consumer group).
  */
 export async function start(deps: QueryApiDeps & { port: number; log: EventLog; onFatal?: (err: Error) => void }) {
-  const projector = await startProjector(deps);
+  const projector = await startProjector({ ...deps, search: { index: deps.search, blobs: deps.blobs } });
   const ready = async () => {
     await deps.ready?.();
     if (!projector.status().running) throw new Error('the projector stopped consuming');

@@ -1,4 +1,5 @@
 import { openConsumerSide } from '../../lib/adapters/consumer-side';
+import { openBlobStore } from '../../lib/adapters/from-config';
 import { httpCommon } from '../../lib/adapters/http-common';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { createMetrics } from '../../lib/observability/metrics';
@@ -17,6 +18,9 @@ runService('query-api', async (config, logger) => {
     metrics,
     port: config.port,
     read: readSide.read,
+    search: readSide.search,
+    blobs: openBlobStore(config),
+    webUrl: config.webUrl,
     store,
     log,
     clock: systemClock,

@@ -4,7 +4,10 @@ import type { EventStore } from '../../lib/ports/event-store';
 import type { ReadStore } from '../../lib/ports/read-store';
 import { prepareModels, projectEvent, staleModels } from '../../lib/app/read-models';
 import { READ_MODELS } from './read-models';
-import { replayReadModels } from './replay';
+import { replayReadModels, SEARCH } from './replay';
+import { indexEvent } from './search-indexer';
+import type { BlobStore } from '../../lib/ports/blob-store';
+import type { SearchIndex } from '../../lib/ports/search-index';
 
 /** Keeps the read models up to date from the event log (consumer group `projections`). */
 
@@ -17,6 +20,8 @@ export type ProjectorDeps = {
   logger: Logger;
   concurrency?: number;
   onFatal?: (err: Error) => void;
+  /** The search index and the blobs its transcripts come from; without them nothing is indexed. */
+  search?: { index: SearchIndex; blobs: BlobStore };
 };
 
 export async function startProjector(deps: ProjectorDeps): Promise<LogSubscription> {
@@ -27,6 +32,7 @@ export async function startProjector(deps: ProjectorDeps): Promise<LogSubscripti
     PROJECTIONS_GROUP,
     async (event) => {
       await projectEvent(deps, READ_MODELS, event);
+      if (deps.search) await indexEvent({ read: deps.read, search: deps.search.index, blobs: deps.search.blobs }, event);
       logger.debug({ event_id: event.id, type: event.type, stream: event.streamId }, 'projected');
     },
     { concurrency: deps.concurrency ?? 4, onFatal: deps.onFatal },
@@ -41,9 +47,10 @@ export async function startProjector(deps: ProjectorDeps): Promise<LogSubscripti
  */
 async function rebuildStale(deps: ProjectorDeps, logger: Logger): Promise<void> {
   const stale = await staleModels(deps.read, READ_MODELS);
-  if (stale.length === 0) return;
-  const names = stale.map((m) => m.name);
+  const searchStale = deps.search !== undefined && (await staleModels(deps.read, [SEARCH])).length > 0;
+  if (stale.length === 0 && !searchStale) return;
+  const names = [...stale.map((m) => m.name), ...(searchStale ? [SEARCH.name] : [])];
   logger.warn({ models: names }, 'read models missing or at another version: rebuilding them from the event store');
-  const r = await replayReadModels({ store: deps.store, read: deps.read }, stale);
+  const r = await replayReadModels({ store: deps.store, read: deps.read, search: searchStale ? deps.search : undefined }, stale);
   logger.info({ models: names, events: r.events, seconds: r.seconds }, 'read models rebuilt');
 }

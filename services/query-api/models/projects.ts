@@ -22,6 +22,8 @@ export type ProjectMediaEntry = {
   readonly transcript_key: string | null;
   readonly language: string | null;
   readonly tracks: readonly { media: string; offset: number }[] | null;
+  /** When the media last changed (imported, transcribed). */
+  readonly updated_at: string;
 };
 
 export type ProjectDoc = Doc & {
@@ -84,18 +86,25 @@ export function evolveProjectDoc(doc: Doc | null, stored: StoredEvent): Doc | nu
         transcript_key: null,
         language: m.language,
         tracks: m.tracks,
+        updated_at: m.imported_at,
       };
       return { ...project, media: [...project.media.filter((x) => x.ref !== m.ref), entry], updated_at: m.imported_at };
     }
     case 'MediaTranscribed': {
       const t = event.data;
-      const media = project.media.map((x) => (x.ref === t.ref ? { ...x, transcript_key: t.transcript_key, language: t.language } : x));
+      const media = project.media.map((x) =>
+        x.ref === t.ref ? { ...x, transcript_key: t.transcript_key, language: t.language, updated_at: t.transcribed_at } : x,
+      );
       return { ...project, media, updated_at: t.transcribed_at };
     }
     case 'CompositionAdded': {
       const c = event.data;
       if (project.compositions.some((x) => x.id === c.composition_id)) return project;
-      return { ...project, compositions: [...project.compositions, { id: c.composition_id, short_id: c.short_id }], updated_at: c.created_at };
+      return {
+        ...project,
+        compositions: [...project.compositions, { id: c.composition_id, short_id: c.short_id }],
+        updated_at: c.created_at,
+      };
     }
     case 'ProjectViewed':
       return { ...project, last_viewed_at: event.data.viewed_at };

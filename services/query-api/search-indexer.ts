@@ -1,0 +1,132 @@
+import { loadTranscript } from '../../lib/app/transcripts';
+import { streamCategory } from '../../lib/domain/ids';
+import type { BlobStore } from '../../lib/ports/blob-store';
+import type { StoredEvent } from '../../lib/ports/event-store';
+import type { ReadStore } from '../../lib/ports/read-store';
+import type { SearchEntry, SearchIndex, SearchMediaType } from '../../lib/ports/search-index';
+import { COMPOSITIONS } from './models/compositions';
+import { FOLDERS } from './models/folders';
+import { PROJECTS, type ProjectDoc, type ProjectMediaEntry } from './models/projects';
+
+/**
+ * Keeps the SearchIndex in step with the read models: after the projector has applied an event,
+ * the entries it concerns are written again from the documents (so a redelivery, or events out of
+ * order, end in the same entries). A transcript's words are read from its blob once, when the
+ * media is transcribed.
+ */
+
+export type IndexerDeps = { read: ReadStore; search: SearchIndex; blobs: BlobStore };
+
+const MEDIA_TYPES = new Set<SearchMediaType>(['audio', 'video', 'image', 'sequence', 'other']);
+
+export const projectEntryId = (projectId: string) => `project:${projectId}`;
+export const mediaEntryId = (projectId: string, ref: string) => `media:${projectId}:${ref}`;
+export const compositionEntryId = (compositionId: string) => `composition:${compositionId}`;
+export const folderEntryId = (folderId: string) => `folder:${folderId}`;
+
+export async function indexEvent(deps: IndexerDeps, event: StoredEvent): Promise<void> {
+  const entries = await entriesFor(deps, event);
+  if (entries.length > 0) await deps.search.upsert(entries);
+}
+
+/** A page of `$all` (replay): the entries the page touches, each written once, in one upsert. */
+export async function indexPage(deps: IndexerDeps, events: readonly StoredEvent[]): Promise<void> {
+  const latest = new Map<string, StoredEvent>();
+  // The last event of each thing in the page: entries are written from the documents, so one is enough.
+  for (const e of events) latest.set(`${e.streamId}\n${e.type}\n${String(e.data.ref ?? e.data.composition_id ?? '')}`, e);
+  const entries = new Map<string, SearchEntry>();
+  for (const e of latest.values()) for (const entry of await entriesFor(deps, e)) entries.set(entry.id, entry);
+  if (entries.size > 0) await deps.search.upsert([...entries.values()]);
+}
+
+async function entriesFor(deps: IndexerDeps, event: StoredEvent): Promise<SearchEntry[]> {
+  switch (streamCategory(event.streamId)) {
+    case 'project':
+      return projectEntries(deps, event);
+    case 'composition':
+      return compositionEntries(deps, event.streamId.slice('composition-'.length));
+    case 'folder': {
+      const folder = await deps.read.get(FOLDERS, event.streamId.slice('folder-'.length));
+      if (!folder) return [];
+      return [
+        {
+          id: folderEntryId(folder._id),
+          drive_id: String(folder.drive_id),
+          kind: 'project_folder',
+          name: String(folder.name),
+          updated_at: String(folder.updated_at),
+        },
+      ];
+    }
+    default:
+      return [];
+  }
+}
+
+async function projectEntries(deps: IndexerDeps, event: StoredEvent): Promise<SearchEntry[]> {
+  const project = (await deps.read.get(PROJECTS, event.streamId.slice('project-'.length))) as ProjectDoc | null;
+  if (!project) return [];
+  const entries: SearchEntry[] = [
+    {
+      id: projectEntryId(project.id),
+      drive_id: project.drive_id,
+      kind: 'project',
+      name: project.name,
+      project_id: project.id,
+      updated_at: project.updated_at,
+    },
+  ];
+  const ref = typeof event.data.ref === 'string' ? event.data.ref : null;
+  const media = ref === null ? undefined : project.media.find((m) => m.ref === ref);
+  if (media && (event.type === 'MediaImported' || event.type === 'MediaTranscribed')) {
+    // The transcript's words go in with the media entry; a redelivered MediaImported must not drop them.
+    const content = media.transcript_key ? await transcriptText(deps.blobs, media.transcript_key) : undefined;
+    entries.push(mediaEntry(project, media, content));
+  }
+  if (event.type === 'CompositionAdded' || event.type === 'CompositionCreated') {
+    entries.push(...(await compositionEntries(deps, String(event.data.composition_id))));
+  }
+  return entries;
+}
+
+function mediaEntry(project: ProjectDoc, m: ProjectMediaEntry, content: string | undefined): SearchEntry {
+  return {
+    id: mediaEntryId(project.id, m.ref),
+    drive_id: project.drive_id,
+    kind: 'media',
+    name: m.ref,
+    ...(content !== undefined && { content }),
+    media_type: MEDIA_TYPES.has(m.type as SearchMediaType) ? (m.type as SearchMediaType) : 'other',
+    project_id: project.id,
+    ...(m.asset_id !== null && { asset_id: m.asset_id }),
+    duration: m.duration,
+    updated_at: m.updated_at,
+  };
+}
+
+async function compositionEntries(deps: IndexerDeps, compositionId: string): Promise<SearchEntry[]> {
+  const composition = await deps.read.get(COMPOSITIONS, compositionId);
+  if (!composition) return [];
+  const project = (await deps.read.get(PROJECTS, String(composition.project_id))) as ProjectDoc | null;
+  if (!project) return [];
+  return [
+    {
+      id: compositionEntryId(compositionId),
+      drive_id: project.drive_id,
+      kind: 'composition',
+      name: String(composition.name),
+      project_id: project.id,
+      composition_id: compositionId,
+      duration: Number(composition.duration),
+      updated_at: String(composition.updated_at),
+    },
+  ];
+}
+
+async function transcriptText(blobs: BlobStore, key: string): Promise<string | undefined> {
+  try {
+    return (await loadTranscript(blobs, key)).map((w) => w.text).join(' ');
+  } catch {
+    return undefined; // a transcript blob that is gone: the media stays findable by name
+  }
+}

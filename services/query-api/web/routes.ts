@@ -1,0 +1,213 @@
+import Router from '@koa/router';
+import type { Context, Next } from 'koa';
+import type { Logger } from 'pino';
+import type { Authenticate, Principal } from '../../../lib/app/tenancy';
+import { AppError, forbidden, notFound } from '../../../lib/domain/errors';
+import { isUuid } from '../../../lib/domain/ids';
+import type { ApiState } from '../../../lib/http/middleware';
+import type { BlobStore } from '../../../lib/ports/blob-store';
+import type { ReadStore } from '../../../lib/ports/read-store';
+import { compositionWords, loadProjectView, recentJobs, type ProjectView } from '../project-view';
+import type { Html } from './html';
+import { errorPage, loginPage, projectPage, signedInPage } from './pages';
+import { clearedSessionCookie, isForeignOrigin, readForm, SESSION_COOKIE, safeNext, sessionCookie } from './session';
+
+/**
+ * The project page behind a web sign-in, at the root of WEB_URL (which is assumed to have no path
+ * of its own): `GET /{project_id}` and `GET /{project_id}/{short_id}` (a job's `project_url`),
+ * `GET|POST /login`, `POST /logout`, and `GET /` (a "signed in" landing). Mounted outside the /v1
+ * guards: it reads its own credentials (session cookie or `Authorization: Bearer`) and its own
+ * small form bodies, and answers HTML, errors included.
+ */
+
+export type WebRoutesDeps = {
+  authenticate: Authenticate;
+  read: ReadStore;
+  blobs: BlobStore;
+  /** WEB_URL: its origin is the only one a login form may be posted from; `https:` makes the cookie Secure. */
+  webUrl: string;
+  logger: Logger;
+  /** Largest login form accepted; 8 KiB unless told. */
+  maxFormBytes?: number;
+};
+
+/** First path segments that belong to the API mounted after this router, never to a page. */
+const SHORT_ID = /^[0-9a-f]{5}$/i;
+
+const HEADERS: Record<string, string> = {
+  'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'X-Content-Type-Options': 'nosniff',
+  // Project ids are in the page URLs: no other site gets them. Not `no-referrer`: under it a
+  // browser sends `Origin: null` with the login form, and the origin check would refuse it.
+  'Referrer-Policy': 'same-origin',
+  'Cache-Control': 'no-store',
+};
+
+export function createWebRoutes(deps: WebRoutesDeps): Router {
+  const web = new URL(deps.webUrl);
+  const secure = web.protocol === 'https:';
+  const limitBytes = deps.maxFormBytes ?? 8 * 1024;
+  const router = new Router({ sensitive: true });
+
+  const page =
+    (handler: (ctx: Context) => Promise<Html | null>) =>
+    async (ctx: Context): Promise<void> => {
+      ctx.set(HEADERS);
+      try {
+        // null: the handler answered itself (a redirect, the login form again).
+        const body = await handler(ctx);
+        if (body) send(ctx, 200, body);
+      } catch (err) {
+        answerError(deps, ctx, err);
+      }
+    };
+
+  /** The signed-in principal, or null after answering with a redirect to the login form. */
+  async function signedIn(ctx: Context): Promise<Principal | null> {
+    const header = ctx.get('authorization');
+    // A client that sends its own token is not a browser that could sign in: a bad one is a 401 page.
+    if (header) return deps.authenticate(header);
+    const token = ctx.cookies.get(SESSION_COOKIE);
+    if (token) {
+      try {
+        return await deps.authenticate(`Bearer ${token}`);
+      } catch (err) {
+        if (!(err instanceof AppError && err.code === 'unauthorized')) throw err;
+        ctx.set('Set-Cookie', clearedSessionCookie(secure));
+      }
+    }
+    redirect(ctx, `/login?next=${encodeURIComponent(ctx.path)}`);
+    return null;
+  }
+
+  router.get(
+    '/login',
+    page(async (ctx) => loginPage({ next: safeNext(ctx.query.next) ?? '/' })),
+  );
+
+  router.post(
+    '/login',
+    page(async (ctx) => {
+      refuseForeignOrigin(ctx, web.origin);
+      const form = await readFormClosingOnError(ctx, limitBytes);
+      const next = safeNext(form.get('next')) ?? '/';
+      const token = (form.get('token') ?? '').trim();
+      try {
+        await deps.authenticate(`Bearer ${token}`);
+      } catch (err) {
+        if (!(err instanceof AppError && err.code === 'unauthorized')) throw err;
+        send(ctx, 401, loginPage({ next, message: 'That token is not valid, or it was revoked.' }));
+        return null;
+      }
+      ctx.set('Set-Cookie', sessionCookie(token, secure));
+      return redirect(ctx, next);
+    }),
+  );
+
+  router.post(
+    '/logout',
+    page(async (ctx) => {
+      refuseForeignOrigin(ctx, web.origin);
+      ctx.set('Set-Cookie', clearedSessionCookie(secure));
+      return redirect(ctx, '/login');
+    }),
+  );
+
+  router.get(
+    '/',
+    page(async (ctx) => {
+      const who = await signedIn(ctx);
+      return who && signedInPage(who);
+    }),
+  );
+
+  const projectRoute = page(async (ctx) => {
+    const who = await signedIn(ctx);
+    if (!who) return null;
+    // For the access log, as the API's guard records it.
+    (ctx.state as Partial<ApiState>).auth = who;
+    return renderProject(deps, who, ctx.params.project_id, ctx.params.short_id);
+  });
+  // Only a project id makes a page: every other path (`/v1/...` in any case, `/metrics` on a service
+  // without metrics, a typo) goes on to the API, whose 404 says `no route` in its own error shape.
+  const pageOrApi = (ctx: Context, next: Next) => (isUuid(ctx.params.project_id) ? projectRoute(ctx) : next());
+  router.get('/:project_id', pageOrApi);
+  router.get('/:project_id/:short_id', pageOrApi);
+  return router;
+}
+
+async function renderProject(deps: WebRoutesDeps, who: Principal, projectId: string, shortId: string | undefined): Promise<Html> {
+  if (!isUuid(projectId)) throw notFound('There is no project at this address.');
+  if (shortId !== undefined && !SHORT_ID.test(shortId)) throw notFound('There is no such composition in this project.');
+  let view: ProjectView;
+  try {
+    view = await loadProjectView(deps, who, projectId);
+  } catch (err) {
+    // Its name or anything else of it would tell another drive's member what it holds.
+    if (err instanceof AppError && err.code === 'forbidden') throw forbidden('This is not a project of your drive.');
+    if (err instanceof AppError && err.code === 'not_found') throw notFound('There is no project at this address.');
+    throw err;
+  }
+  const focus = shortId === undefined ? null : view.compositions.find((c) => c.short_id === shortId.toLowerCase());
+  if (focus === undefined) throw notFound(`There is no composition ${shortId} in this project.`);
+  const ordered = focus ? [focus, ...view.compositions.filter((c) => c !== focus)] : view.compositions;
+  const [compositions, jobs] = await Promise.all([
+    Promise.all(
+      ordered.map(async (composition) => ({ composition, words: await compositionWords(deps.blobs, view.project, composition.clips) })),
+    ),
+    recentJobs(deps.read, view.project),
+  ]);
+  return projectPage({ view, compositions, focusId: focus?.id ?? null, jobs });
+}
+
+function redirect(ctx: Context, location: string): null {
+  ctx.status = 303;
+  ctx.set('Location', location);
+  ctx.type = 'text/plain';
+  ctx.body = `See ${location}`;
+  return null;
+}
+
+function refuseForeignOrigin(ctx: Context, origin: string): void {
+  if (isForeignOrigin(ctx, origin)) {
+    ctx.set('Connection', 'close');
+    throw forbidden('This form was posted from another site.');
+  }
+}
+
+async function readFormClosingOnError(ctx: Context, limitBytes: number): Promise<URLSearchParams> {
+  try {
+    return await readForm(ctx, { limitBytes });
+  } catch (err) {
+    // What is left of the body must not be read as the next request on this connection.
+    if (!ctx.req.complete) ctx.set('Connection', 'close');
+    throw err;
+  }
+}
+
+function send(ctx: Context, status: number, body: Html): void {
+  ctx.status = status;
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.body = body.value;
+}
+
+const TITLES = new Map<number, string>([
+  [400, 'Bad request'],
+  [401, 'Not signed in'],
+  [403, 'Forbidden'],
+  [404, 'Not found'],
+  [413, 'Too large'],
+  [415, 'Unsupported form'],
+  [500, 'Server error'],
+]);
+
+function answerError(deps: WebRoutesDeps, ctx: Context, err: unknown): void {
+  const known = err instanceof AppError && err.status < 500;
+  if (!known) ((ctx.state as Partial<ApiState>).log ?? deps.logger).error({ err }, 'web page failed');
+  const status = known ? err.status : err instanceof AppError ? err.status : 500;
+  const message = known ? err.message : 'Something went wrong on our side. Try again in a moment.';
+  if (status === 401) ctx.set('WWW-Authenticate', 'Bearer');
+  // A failed page must not keep what a half-done handler set (a redirect's Location).
+  ctx.remove('Location');
+  send(ctx, status, errorPage(status, TITLES.get(status) ?? 'Unavailable', message));
+}
