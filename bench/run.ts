@@ -7,6 +7,7 @@ import { load, type LoadOptions, type LoadResult } from './load';
 import { profilesByThread, summarize, type Share } from './profile';
 import { admin, build, killAll, startBaseline, startService, stop, type Started } from './processes';
 import { measureReplay } from './replay';
+import { measureSearch } from './search';
 
 /**
  * `npm run bench`: every figure is a ratio against a baseline measured in the same run on the
@@ -135,6 +136,9 @@ async function main() {
     phase(`(c) replay of ${REPLAY_JOBS} seeded jobs (${REPLAY_JOBS * 4} events)`);
     const replay = await measureReplay(REPLAY_JOBS);
 
+    phase('(d) search: one drive with 10,000 projects and 1,000 hours of transcripts (embedded SearchIndex)');
+    const search = await measureSearch();
+
     const postRatio = accept.requestsPerSecond / barePost.requestsPerSecond;
     const getRatio = jobRead.requestsPerSecond / bareGet.requestsPerSecond;
     const met = {
@@ -183,6 +187,12 @@ async function main() {
         goal: `>= ${rate(GOALS.replayPerSecond, 'ev/s')}`,
         met: met.replay,
       },
+      {
+        figure: `(d) search, one word (${search.projects.toLocaleString('en-US')} projects, ${search.hours.toLocaleString('en-US')} h)`,
+        value: `p99 ${search.oneWord.p99} ms`,
+        baseline: `p50 ${search.oneWord.p50} ms`,
+      },
+      { figure: '(d) search, a phrase', value: `p99 ${search.phrase.p99} ms`, baseline: `p50 ${search.phrase.p50} ms` },
     ]);
     describeUnexpected('(a) accept', accept);
     describeUnexpected('(b) GET /v1/jobs/{id}', jobRead);
@@ -207,6 +217,8 @@ async function main() {
       post_non_201: sum(accept.unexpected),
       get_ratio: round(getRatio),
       replay_events_per_s: replay.replayPerSecond,
+      search_one_word_p99_ms: search.oneWord.p99,
+      search_phrase_p99_ms: search.phrase.p99,
       goals_met: Object.values(met).every(Boolean),
     };
     console.log(`\nsummary: ${JSON.stringify(summary)}`);

@@ -9,7 +9,7 @@ import type { Condition, Doc, Filter, FindOptions, ReadStore } from '../ports/re
  */
 
 export type Direction = 'asc' | 'desc';
-type Position = { readonly sort: string; readonly direction: Direction; readonly value: string | null; readonly id: string };
+type Position = { readonly sort: string; readonly direction: Direction; readonly value: string | number | null; readonly id: string };
 
 export const encodeCursor = (p: Position): string =>
   Buffer.from(JSON.stringify([p.sort, p.direction, p.value, p.id])).toString('base64url');
@@ -26,10 +26,10 @@ export function decodeCursor(cursor: string, expected: { sort: string; direction
     parsed.length === 4 &&
     typeof parsed[0] === 'string' &&
     (parsed[1] === 'asc' || parsed[1] === 'desc') &&
-    (typeof parsed[2] === 'string' || parsed[2] === null) &&
+    (typeof parsed[2] === 'string' || Number.isFinite(parsed[2]) || parsed[2] === null) &&
     typeof parsed[3] === 'string'
   ) {
-    const [sort, direction, value, id] = parsed as [string, Direction, string | null, string];
+    const [sort, direction, value, id] = parsed as [string, Direction, string | number | null, string];
     if (sort !== expected.sort || direction !== expected.direction) {
       throw invalidInput(`cursor belongs to sort=${sort}&direction=${direction}; give the same sort and direction, or no cursor`);
     }
@@ -83,7 +83,8 @@ export async function findPage(
     next_cursor: encodeCursor({
       sort: page.sort,
       direction: page.direction,
-      value: typeof value === 'string' ? value : null,
+      // The fields the API pages by hold strings, numbers or null.
+      value: typeof value === 'string' || typeof value === 'number' ? value : null,
       id: last._id,
     }),
   };

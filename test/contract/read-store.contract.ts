@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { findPage } from '../../lib/http/cursor';
 import type { Doc, Filter, FindOptions, ReadStore } from '../../lib/ports/read-store';
 
 /** What a factory hands the suite: a store on fresh, empty storage, and how to dispose of it. */
@@ -204,6 +205,31 @@ export function describeReadStoreContract(
       }
       for (const [title, findOptions, expected] of SORTS) {
         it(`sorts: ${title}`, async () => assert.deepEqual(ids(await store.find('people', {}, findOptions)), expected));
+      }
+
+      for (const direction of ['asc', 'desc'] as const) {
+        for (const field of ['nickname', 'age', 'created_at', 'name']) {
+          it(`pages the API's way (findPage) by ${field} ${direction}, nulls and ties included, each document once`, async () => {
+            const base = { drive_id: 'd1' };
+            const all = ids(
+              await store.find('people', base, {
+                sort: [
+                  [field, direction === 'asc' ? 1 : -1],
+                  ['_id', direction === 'asc' ? 1 : -1],
+                ],
+              }),
+            );
+            const seen: string[] = [];
+            let cursor: string | undefined;
+            for (let n = 0; n < 10; n++) {
+              const page = await findPage(store, 'people', base, { sort: field, direction, limit: 1, cursor });
+              seen.push(...ids(page.docs));
+              cursor = page.next_cursor;
+              if (!cursor) break;
+            }
+            assert.deepEqual(seen, all);
+          });
+        }
       }
 
       it('pages with a keyset cursor through ties, newest first', async () => {
