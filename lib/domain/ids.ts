@@ -18,6 +18,8 @@ export const streams = {
   composition: (compositionId: string) => `composition-${compositionId}`,
   /** `folderId` is derived from the drive and the path (see lib/app/folders). */
   folder: (folderId: string) => `folder-${folderId}`,
+  /** The webhook delivery of a job's callback. */
+  delivery: (jobId: string) => `delivery-${jobId}`,
   drive: (driveId: string) => `drive-${driveId}`,
   token: (tokenHash: string) => `token-${tokenHash}`,
 } as const;

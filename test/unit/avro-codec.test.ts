@@ -6,6 +6,7 @@ import { Type } from 'avsc';
 import { canonicalForm, createAvroCodec, crc64Avro, fingerprintOf } from '../../lib/adapters/kafka/avro-codec';
 import type { CompositionEvent } from '../../lib/domain/composition';
 import type { JobEvent } from '../../lib/domain/job';
+import type { DeliveryEvent } from '../../lib/domain/delivery';
 import type { FolderEvent } from '../../lib/domain/folder';
 import type { ProjectEvent } from '../../lib/domain/project';
 import { DEFAULT_SETTINGS, type DriveEvent, type TokenEvent } from '../../lib/domain/tenancy';
@@ -14,7 +15,7 @@ import type { StoredEvent } from '../../lib/ports/event-store';
 const SCHEMA_DIR = join(__dirname, '../../schemas/events');
 const codec = createAvroCodec({ schemaDir: SCHEMA_DIR });
 
-type DomainEvent = JobEvent | ProjectEvent | DriveEvent | TokenEvent | CompositionEvent | FolderEvent;
+type DomainEvent = JobEvent | ProjectEvent | DriveEvent | TokenEvent | CompositionEvent | FolderEvent | DeliveryEvent;
 const T = '2024-05-01T10:00:00.000Z';
 const JOB = 'project-media-import-5b0f7c1e-8a43-4a7e-9d4b-0f3c2a1e6d55';
 const PROJECT = '1e7d4a0c-3b5f-4c8e-a2d9-6f0b1c3e5a77';
@@ -159,6 +160,24 @@ const domainEvents: DomainEvent[] = [
   },
   { type: 'UploadProgressed', data: { job_id: JOB, ref: 'cam-b.mp4', bytes: 2_500_000_000, total: 5_000_000_000, at: T } },
   { type: 'ProjectViewed', data: { project_id: PROJECT, user_id: USER, viewed_at: T } },
+  {
+    type: 'DeliveryScheduled',
+    data: {
+      delivery_id: USER,
+      job_id: JOB,
+      drive_id: DRIVE,
+      project_id: PROJECT,
+      url: 'https://hooks.example/x',
+      due_at: T,
+      scheduled_at: T,
+    },
+  },
+  { type: 'DeliveryClaimed', data: { attempt: 1, worker_id: 'host-a:42', lease_until: T, at: T } },
+  {
+    type: 'DeliveryAttempted',
+    data: { attempt: 1, at: T, status: 500, error: null, duration_ms: 120, outcome: 'retry', next_attempt_at: T },
+  },
+  { type: 'DeliveryRequested', data: { at: T, by: USER } },
   { type: 'DriveCreated', data: { drive_id: DRIVE, name: 'Acme', webhook_secret: 'whsec_x', settings: DEFAULT_SETTINGS, created_at: T } },
   { type: 'DriveUpdated', data: { drive_id: DRIVE, changes: { name: 'Acme Inc', ai_credits: 50, media_seconds: null }, updated_at: T } },
   {
