@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { createDrive, createToken, revokeToken, updateDrive, type AdminDeps } from '../lib/app/admin';
+import { generateWebhookSecret } from '../lib/app/tokens';
 import { AppError } from '../lib/domain/errors';
 import type { AccessLevel, DriveUpdated } from '../lib/domain/tenancy';
 import { ConfigError, loadConfig } from '../lib/config';
@@ -64,6 +65,7 @@ drive
   )
   .option('--credits <n>', 'AI credits balance', wholeNumber)
   .option('--media-seconds <n>', 'media seconds allowance (what is left is this minus what imports used)', wholeNumber)
+  .option('--rotate-webhook-secret', 'make a new webhook signing secret (printed once); the old one stops signing at once')
   .action((o) => {
     const changes: Record<string, unknown> = {
       name: o.name,
@@ -74,6 +76,7 @@ drive
       host_allow_list: o.hostAllowList,
       ai_credits: o.credits,
       media_seconds: o.mediaSeconds,
+      webhook_secret: o.rotateWebhookSecret ? generateWebhookSecret() : undefined,
     };
     for (const k of Object.keys(changes)) if (changes[k] === undefined) delete changes[k];
     return run((deps) => updateDrive(deps, o.drive, changes as DriveUpdated['data']['changes']));

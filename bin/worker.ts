@@ -10,9 +10,11 @@ import * as processors from '../services/processors';
 import { processorsDeps } from '../services/processors/from-config';
 import { startProjector } from '../services/query-api/projector';
 import * as relay from '../services/relay';
+import * as webhooks from '../services/webhook-dispatcher';
+import { dispatcherDeps } from '../services/webhook-dispatcher/from-config';
 
 /**
- * The all-in-one mode's worker (DESIGN §1): job work, projections and (with Kafka) the relay, in
+ * The all-in-one mode's worker (DESIGN §1): job work, projections, webhook delivery and (with Kafka) the relay, in
  * a child process that `serve` supervises, so nothing a media host or a job does can stop the
  * HTTP APIs. A consumer that can no longer consume ends the process; the supervisor starts a new
  * one. When the parent is gone, the worker stops too.
@@ -52,7 +54,9 @@ runService('worker', async (config, logger) => {
     processorsDeps(config, logger, { store, read: readSide.read, log }, { observer: jobMetrics(metrics), onFatal }),
   );
   stops.unshift(proc.stop);
-  const lag = watchLag(metrics, [projector, ...proc.subscriptions]);
+  const dispatcher = await webhooks.start(dispatcherDeps(config, logger, { store, read: readSide.read, log }, { onFatal }));
+  stops.unshift(dispatcher.stop);
+  const lag = watchLag(metrics, [projector, ...proc.subscriptions, dispatcher.subscription]);
   parent.ready();
 
   return async () => {

@@ -82,5 +82,11 @@ export async function updateDrive(deps: AdminDeps, driveId: string, changes: Dri
     { newId: deps.ids.uuid, metadata: meta(driveId) },
   );
   if (!result.state.exists) throw new AppError('not_found', `drive ${driveId} does not exist`);
-  return { drive_id: driveId, drive_name: result.state.name, settings: result.state.settings };
+  return {
+    drive_id: driveId,
+    drive_name: result.state.name,
+    settings: result.state.settings,
+    // Shown when rotated (as at creation, the only times it is printed).
+    ...(changes.webhook_secret !== undefined && { webhook_secret: result.state.webhookSecret }),
+  };
 }

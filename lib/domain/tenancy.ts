@@ -33,7 +33,8 @@ export type DriveUpdated = {
   readonly type: 'DriveUpdated';
   readonly data: {
     readonly drive_id: string;
-    readonly changes: Partial<DriveSettings> & { readonly name?: string };
+    /** Settings that changed, plus `name`, plus a new `webhook_secret` when it was rotated. */
+    readonly changes: Partial<DriveSettings> & { readonly name?: string; readonly webhook_secret?: string };
     readonly updated_at: string;
   };
 };
@@ -85,8 +86,13 @@ export function evolveDrive(state: DriveState, event: DriveEvent): DriveState {
       };
     case 'DriveUpdated': {
       if (!state.exists) return state;
-      const { name, ...settings } = event.data.changes;
-      return { ...state, name: name ?? state.name, settings: { ...state.settings, ...settings } };
+      const { name, webhook_secret, ...settings } = event.data.changes;
+      return {
+        ...state,
+        name: name ?? state.name,
+        webhookSecret: webhook_secret ?? state.webhookSecret,
+        settings: { ...state.settings, ...settings },
+      };
     }
     case 'MediaSecondsCharged': {
       if (!state.exists) return state;

@@ -4,7 +4,7 @@ import { notFound } from '../../lib/domain/errors';
 import { createApiApp, type ApiAppDeps } from '../../lib/http/app';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
-import { acceptImport, cancelJob, type ImportDeps, type ImportRequest } from './import';
+import { acceptImport, cancelJob, requestRedelivery, type ImportDeps, type ImportRequest } from './import';
 import { createUploadRoutes, type UploadRouteDeps } from './uploads';
 
 export type CommandApiDeps = ApiAppDeps & ImportDeps & { schemas: SchemaRegistry; uploads?: UploadRouteDeps };
@@ -31,6 +31,17 @@ export function createApp(deps: CommandApiDeps): Koa {
         await cancelJob(deps, c.state.auth, jobId, c.state.requestId);
         c.state.log.info({ job_id: jobId }, 'job cancelled');
         ctx.status = 204;
+      });
+
+      // An extension of the spec: deliver the job's webhook again now.
+      v1.post('/jobs/:job_id/deliveries', async (ctx) => {
+        const c = ctx as unknown as ApiContext;
+        const jobId = ctx.params.job_id;
+        if (!isJobId(jobId)) throw notFound(`job ${jobId} does not exist`);
+        await requestRedelivery(deps, c.state.auth, jobId);
+        c.state.log.info({ job_id: jobId }, 'webhook redelivery requested');
+        ctx.status = 202;
+        ctx.body = { job_id: jobId, state: 'pending' };
       });
     },
     signed,

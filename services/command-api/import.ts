@@ -1,5 +1,6 @@
 import { handleCommand, loadState } from '../../lib/app/command-handler';
 import { jobDecider, projectDecider } from '../../lib/app/deciders';
+import { deliveryDecider } from '../../lib/domain/delivery';
 import type { BalanceReader } from '../../lib/app/balance';
 import type { Principal } from '../../lib/app/tenancy';
 import { AppError, forbidden, invalidInput, notFound } from '../../lib/domain/errors';
@@ -155,6 +156,31 @@ export async function cancelJob(deps: ImportDeps, who: Principal, jobId: string,
         drive_id: who.driveId,
         user_id: who.userId,
       }),
+    },
+  );
+}
+
+/** Asks for the job's webhook to be delivered again now (an extension: POST /jobs/{job_id}/deliveries). */
+export async function requestRedelivery(deps: ImportDeps, who: Principal, jobId: string): Promise<void> {
+  const { state: job } = await loadState(deps.store, streams.job(jobId), jobDecider);
+  if (job.status === 'none') throw notFound(`job ${jobId} does not exist`);
+  if (job.job.drive_id !== who.driveId) throw forbidden(`job ${jobId} belongs to another drive`);
+  if (!job.job.callback_url) throw notFound(`job ${jobId} has no callback_url, so there is nothing to deliver`);
+  await handleCommand(
+    deps.store,
+    streams.delivery(jobId),
+    deliveryDecider,
+    { type: 'RequestRedelivery', by: who.userId, now: deps.clock.now().toISOString() },
+    {
+      newId: () => deps.ids.uuidv7(),
+      metadata: { partition_key: job.job.project_id, drive_id: who.driveId, user_id: who.userId },
+      // Before the job stopped there is no delivery yet: say so plainly.
+      check: (state) => {
+        if (!state.exists)
+          throw new AppError('conflict', `job ${jobId} has not stopped yet: its webhook is sent when it does`, {
+            extra: { state: job.status },
+          });
+      },
     },
   );
 }

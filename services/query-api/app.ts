@@ -12,6 +12,7 @@ import type { SchemaRegistry } from '../../lib/http/schemas';
 import { evolveJobDoc, JOBS, renderJob } from './jobs-projection';
 import { mountProjects, timeRange } from './projects';
 import { mountSearch } from './search';
+import { mountDeliveries } from './deliveries';
 import { createWebRoutes } from './web/routes';
 import type { BlobStore } from '../../lib/ports/blob-store';
 import type { SearchIndex } from '../../lib/ports/search-index';
@@ -76,6 +77,7 @@ export function createApp(deps: QueryApiDeps): Koa {
 
       mountProjects(v1, deps);
       mountSearch(v1, deps);
+      mountDeliveries(v1, deps);
     },
     [web],
   );

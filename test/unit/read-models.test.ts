@@ -127,6 +127,15 @@ const SCENARIOS: Record<string, StoredEvent[]> = {
     ['CompositionRenamed', { name: 'Tight', at: T(2) }],
     ['CompositionReverted', { to_revision: 0, name: 'Main', clips: [clip], markers: [], at: T(3) }],
   ]),
+  deliveries: stream(`delivery-${JOB}`, [
+    [
+      'DeliveryScheduled',
+      { delivery_id: 'wh', job_id: JOB, drive_id: 'd', project_id: PROJECT, url: 'https://h/x', due_at: T(0), scheduled_at: T(0) },
+    ],
+    ['DeliveryClaimed', { attempt: 1, worker_id: 'w', lease_until: T(30), at: T(0) }],
+    ['DeliveryAttempted', { attempt: 1, at: T(1), status: 500, error: null, duration_ms: 9, outcome: 'retry', next_attempt_at: T(6) }],
+    ['DeliveryRequested', { at: T(2), by: 'u' }],
+  ]),
   folders: stream(`folder-${FOLDER}`, [
     ['FolderCreated', { folder_id: FOLDER, drive_id: 'd', path: 'A/B', name: 'B', parent_path: 'A', created_by: 'u', created_at: T(0) }],
   ]),
@@ -206,7 +215,12 @@ describe('read models', () => {
     const read = createSqliteReadStore({ path: ':memory:' });
     try {
       await read.put('meta', { _id: 'read-models', _rev: 0, created_at: T(0) }, null);
-      assert.deepEqual((await staleModels(read, READ_MODELS)).map((m) => m.name).sort(), ['compositions', 'folders', 'projects']);
+      assert.deepEqual((await staleModels(read, READ_MODELS)).map((m) => m.name).sort(), [
+        'compositions',
+        'deliveries',
+        'folders',
+        'projects',
+      ]);
     } finally {
       await read.close();
     }

@@ -30,6 +30,16 @@ describe('tenancy deciders', () => {
     drive(driveCreated)
       .when({ type: 'UpdateDrive', changes: { agent_disabled: true }, now: T0 })
       .then([{ type: 'DriveUpdated', data: { drive_id: 'd', changes: { agent_disabled: true }, updated_at: T0 } }]));
+  it('rotates the webhook secret, which then signs, and the settings stay as they were', () => {
+    const rotated: DriveEvent = { type: 'DriveUpdated', data: { drive_id: 'd', changes: { webhook_secret: 'whsec_new' }, updated_at: T0 } };
+    drive(driveCreated)
+      .when({ type: 'UpdateDrive', changes: { webhook_secret: 'whsec_new' }, now: T0 })
+      .then([rotated]);
+    const state = [driveCreated, rotated].reduce(evolveDrive, initialDriveState());
+    assert.ok(state.exists);
+    assert.equal(state.webhookSecret, 'whsec_new');
+    assert.deepEqual(state.settings, DEFAULT_SETTINGS);
+  });
   it('refuses a default access level that is not allowed', () =>
     drive(driveCreated)
       .when({ type: 'UpdateDrive', changes: { allowed_access_levels: ['private'] }, now: T0 })

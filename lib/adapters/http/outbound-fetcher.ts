@@ -5,7 +5,7 @@ import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction, type Socket } from 'node:net';
 import { PassThrough, type Readable } from 'node:stream';
 import ipaddr from 'ipaddr.js';
-import type { FetchedBody, OutboundFetcher } from '../../ports/outbound';
+import type { FetchedBody, OutboundFetcher, PostAnswer, PostOptions } from '../../ports/outbound';
 
 export type OutboundErrorReason = 'blocked_address' | 'bad_url' | 'bad_status' | 'too_many_redirects' | 'timeout' | 'network';
 
@@ -143,6 +143,21 @@ export interface OutboundFetcherOptions {
 }
 type Settings = Required<Omit<OutboundFetcherOptions, 'allowlist' | 'maxRedirects'>> & { allowlist: ParsedAllowlist };
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+const POST_TIMEOUT_MS = 15_000;
+/** What of a POST's answer is read before the connection is closed: enough for any acknowledgement. */
+const POST_ANSWER_CAP = 64 * 1024;
+/** setTimeout fires at once past this, so a longer deadline would be no deadline. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** How a request is phrased: the method, what it sends, and the verb its error messages use. */
+interface Outgoing {
+  readonly method: 'GET' | 'POST';
+  readonly headers: Record<string, string>;
+  readonly body?: Buffer;
+  readonly action: 'fetch from' | 'post to';
+  /** Own deadline for the answer's head; without one the caller's signal is the only limit. */
+  readonly headersTimeoutMs?: number;
+}
 
 /**
  * OutboundFetcher on `node:http`: each hop is checked, then its connection is pinned to the
@@ -162,7 +177,13 @@ export function createOutboundFetcher(options: OutboundFetcherOptions): Outbound
       let current = parseUrl(url);
       let hopHeaders = headers;
       for (let hop = 0; ; hop++) {
-        const exchange = await fetchHop(current, hopHeaders, settings, signal);
+        const outgoing: Outgoing = {
+          method: 'GET',
+          headers: hopHeaders,
+          action: 'fetch from',
+          headersTimeoutMs: settings.headersTimeoutMs,
+        };
+        const exchange = await fetchHop(current, outgoing, settings, signal);
         const status = exchange.res.statusCode ?? 0;
         const location = REDIRECTS.has(status) ? exchange.res.headers.location : undefined;
         if (location === undefined) return finish(exchange, settings, signal);
@@ -174,6 +195,7 @@ export function createOutboundFetcher(options: OutboundFetcherOptions): Outbound
         current = next;
       }
     },
+    post: (url, options) => post(url, options, settings),
   };
 }
 
@@ -192,19 +214,26 @@ function parseUrl(raw: string, base?: URL): URL {
 
 const hostName = (url: URL) => url.hostname.replace(/^\[|\]$/g, '');
 
-async function fetchHop(url: URL, headers: Record<string, string>, settings: Settings, signal?: AbortSignal): Promise<Exchange> {
+async function fetchHop(url: URL, outgoing: Outgoing, settings: Settings, signal?: AbortSignal): Promise<Exchange> {
   if (signal?.aborted) throw abortReason(signal);
-  const pinned = await checkedAddresses(hostName(url), settings, signal);
-  return sendRequest(url, headers, pinned, settings, signal);
+  const pinned = await checkedAddresses(hostName(url), settings, outgoing.action, signal);
+  // Checked again: an abort during the look-up must not open a connection.
+  if (signal?.aborted) throw abortReason(signal);
+  return sendRequest(url, outgoing, pinned, settings, signal);
 }
 
 /** Resolves every address of the host and refuses the hop if any of them is internal. */
-async function checkedAddresses(host: string, settings: Settings, signal?: AbortSignal): Promise<LookupAddress[]> {
+async function checkedAddresses(
+  host: string,
+  settings: Settings,
+  action: Outgoing['action'],
+  signal?: AbortSignal,
+): Promise<LookupAddress[]> {
   const family = isIP(host);
   const addresses = family !== 0 ? [{ address: host, family }] : await resolveAll(host, settings.headersTimeoutMs, signal);
   const { allowlist } = settings;
   if (!isHostAllowed(host, allowlist) && addresses.some((a) => !isAddressAllowed(a.address, allowlist))) {
-    throw new OutboundError('blocked_address', `refused to fetch from ${host}: it resolves to an internal (private or loopback) address`);
+    throw new OutboundError('blocked_address', `refused to ${action} ${host}: it resolves to an internal (private or loopback) address`);
   }
   return addresses;
 }
@@ -263,18 +292,19 @@ interface Exchange {
 
 const ignore = () => undefined;
 
-function sendRequest(
-  url: URL,
-  headers: Record<string, string>,
-  pinned: LookupAddress[],
-  settings: Settings,
-  signal?: AbortSignal,
-): Promise<Exchange> {
+function sendRequest(url: URL, outgoing: Outgoing, pinned: LookupAddress[], settings: Settings, signal?: AbortSignal): Promise<Exchange> {
   const host = hostName(url);
+  const { method, headers, body, headersTimeoutMs } = outgoing;
   const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
+    method,
     // No agent: no pooled connection outlives the fetch or is shared with a hop to another address.
     agent: false,
-    headers: { 'user-agent': settings.userAgent, ...headers, connection: 'close' },
+    headers: {
+      'user-agent': settings.userAgent,
+      ...headers,
+      ...(body === undefined ? {} : { 'content-length': String(body.length) }),
+      connection: 'close',
+    },
     lookup: pinnedLookup(pinned),
     // TLS checks the certificate against the URL's name, not the pinned address; SNI never carries an IP.
     ...(isIP(host) === 0 ? { servername: host } : {}),
@@ -285,10 +315,13 @@ function sendRequest(
   let rawBodyBytes: () => number | undefined = () => undefined;
   req.on('socket', (socket) => (rawBodyBytes = countRawBody(socket)));
   return new Promise<Exchange>((resolve, reject) => {
-    const deadline = setTimeout(
-      () => req.destroy(new OutboundError('timeout', `${url.host} timed out: no answer within ${settings.headersTimeoutMs / 1000} s`)),
-      settings.headersTimeoutMs,
-    );
+    const deadline =
+      headersTimeoutMs === undefined
+        ? undefined
+        : setTimeout(
+            () => req.destroy(new OutboundError('timeout', `${url.host} timed out: no answer within ${headersTimeoutMs / 1000} s`)),
+            headersTimeoutMs,
+          );
     const onAbort = () => req.destroy(abortReason(signal!));
     const settle = () => {
       clearTimeout(deadline);
@@ -298,7 +331,7 @@ function sendRequest(
     handler = (err) => {
       settle();
       req.destroy();
-      reject(headerError(err, url, signal));
+      reject(headerError(err, url, outgoing.action, signal));
     };
     req.on('response', (res: IncomingMessage) => {
       settle();
@@ -322,7 +355,7 @@ function sendRequest(
     });
     signal?.addEventListener('abort', onAbort, { once: true });
     if (signal?.aborted) onAbort();
-    req.end();
+    req.end(body);
   });
 }
 
@@ -423,6 +456,112 @@ function streamBody(exchange: Exchange, declared: number | undefined, idleMs: nu
   return out;
 }
 
+// ---- post ----------------------------------------------------------------------------------
+
+/**
+ * One POST under one deadline (see the port's JSDoc). The address guard runs on every call, so an
+ * allow list or a DNS answer that changed since the last delivery is honoured.
+ */
+async function post(rawUrl: string, options: PostOptions, settings: Settings): Promise<PostAnswer> {
+  const { body, headers = {}, timeoutMs = POST_TIMEOUT_MS, signal } = options;
+  if (!(timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS)) throw new RangeError(`timeoutMs must be between 1 and ${MAX_TIMER_MS}`);
+  const started = performance.now();
+  const url = parseUrl(rawUrl);
+  const deadline = startDeadline(url, timeoutMs, signal);
+  try {
+    const outgoing: Outgoing = {
+      method: 'POST',
+      headers: withoutFraming(headers),
+      body: typeof body === 'string' ? Buffer.from(body, 'utf8') : body,
+      action: 'post to',
+    };
+    const exchange = await fetchHop(url, outgoing, settings, deadline.signal);
+    const status = exchange.res.statusCode ?? 0;
+    deadline.answered(status);
+    await drainAnswer(exchange, status, deadline.signal);
+    return { status, durationMs: Math.round(performance.now() - started) };
+  } finally {
+    deadline.clear();
+  }
+}
+
+/**
+ * The whole exchange's deadline as an abort, so every step (look-up, connect, send, answer) stops
+ * on it the same way. A plain timer keeps the controller alive: Node 20 can collect an
+ * `AbortSignal.timeout` that nothing else references before it fires.
+ */
+function startDeadline(url: URL, timeoutMs: number, caller?: AbortSignal) {
+  const controller = new AbortController();
+  let status: number | undefined;
+  const seconds = timeoutMs / 1000;
+  const timer = setTimeout(() => {
+    const message =
+      status === undefined
+        ? `${url.host} timed out: no answer within ${seconds} s`
+        : `${url.host} timed out: its answer (HTTP ${status}) did not end within ${seconds} s`;
+    controller.abort(new OutboundError('timeout', message));
+  }, timeoutMs);
+  // The caller's abort goes through untouched, as for `get`.
+  const forward = () => controller.abort(abortReason(caller!));
+  caller?.addEventListener('abort', forward, { once: true });
+  if (caller?.aborted) forward();
+  return {
+    signal: controller.signal,
+    answered: (s: number) => (status = s),
+    clear() {
+      clearTimeout(timer);
+      caller?.removeEventListener('abort', forward);
+    },
+  };
+}
+
+/**
+ * Reads the answer's body to its end or to POST_ANSWER_CAP, then closes the connection. A body that
+ * ends in a reset or an early close rejects: the answer did not arrive whole, so neither did the
+ * acknowledgement it carried.
+ */
+function drainAnswer(exchange: Exchange, status: number, signal: AbortSignal): Promise<void> {
+  const { res, url } = exchange;
+  return new Promise<void>((resolve, reject) => {
+    let received = 0;
+    const settle = (err?: Error) => {
+      signal.removeEventListener('abort', onAbort);
+      exchange.close();
+      if (err) reject(err);
+      else resolve();
+    };
+    const onAbort = () => settle(abortReason(signal));
+    // Once the answer is complete the connection no longer matters: a reset after it is common.
+    exchange.onError((err) => {
+      if (!res.complete) settle(answerError(err, url, status, received, signal));
+    });
+    res.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+      if (received >= POST_ANSWER_CAP) settle();
+    });
+    res.on('end', () => settle());
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
+  });
+}
+
+function answerError(err: unknown, url: URL, status: number, received: number, signal: AbortSignal): Error {
+  if (signal.aborted) return abortReason(signal);
+  if (err instanceof OutboundError) return err;
+  const code = codeOf(err);
+  const after = `after ${received} bytes`;
+  if (code?.startsWith('HPE_')) return new OutboundError('network', `${url.host} sent a malformed answer (${code}) ${after}`);
+  return new OutboundError(
+    'network',
+    `${url.host} ${isReset(err) ? 'reset' : 'closed'} the connection during its answer (HTTP ${status}) ${after}`,
+  );
+}
+
+/** The fetcher frames the body itself; a caller's framing headers could only contradict it. */
+function withoutFraming(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !/^(content-length|transfer-encoding|connection)$/i.test(name)));
+}
+
 // ---- errors ----------------------------------------------------------------------------------
 // Messages name the host and what went wrong in words; Node's own messages are not passed on.
 
@@ -440,19 +579,21 @@ const isReset = (err: unknown) => codeOf(err) === 'ECONNRESET' && (err as { sysc
 // OpenSSL's protocol errors come as EPROTO; certificate checks as their X.509 names.
 const TLS_FAILURE = /^EPROTO$|^ERR_(SSL|TLS)_|CERT|SIGNATURE|ISSUER/;
 
-function headerError(err: unknown, url: URL, signal?: AbortSignal): Error {
+function headerError(err: unknown, url: URL, action: Outgoing['action'], signal?: AbortSignal): Error {
   if (signal?.aborted) return abortReason(signal);
   if (err instanceof OutboundError) return err;
   const code = codeOf(err);
   const host = url.host;
   if (isReset(err)) return new OutboundError('network', `${host} reset the connection before answering`);
   if (code === 'ECONNRESET') return new OutboundError('network', `${host} closed the connection without answering`);
+  // Only a request with a body can be cut off while it is still being written.
+  if (code === 'EPIPE') return new OutboundError('network', `${host} closed the connection before the request was sent`);
   if (code?.startsWith('HPE_')) return new OutboundError('network', `${host} did not answer with valid HTTP (${code})`);
   if (code === 'ECONNREFUSED') return new OutboundError('network', `could not connect to ${host}: connection refused`);
   if (url.protocol === 'https:' && code && TLS_FAILURE.test(code)) {
     return new OutboundError('network', `the TLS handshake with ${host} failed (${code})`);
   }
-  return new OutboundError('network', `could not fetch from ${host}${code ? ` (${code})` : ''}`);
+  return new OutboundError('network', `could not ${action} ${host}${code ? ` (${code})` : ''}`);
 }
 
 function bodyError(err: unknown, url: URL, progress: { received: number; declared: number | undefined }, signal?: AbortSignal): Error {

@@ -1,0 +1,54 @@
+import type { ReadModel } from '../../../lib/app/read-models';
+import type { DeliveryEvent } from '../../../lib/domain/delivery';
+import { streamCategory } from '../../../lib/domain/ids';
+import type { StoredEvent } from '../../../lib/ports/event-store';
+import type { Doc } from '../../../lib/ports/read-store';
+
+/**
+ * The `deliveries` read model: each job's webhook delivery, its state and attempts. The
+ * dispatcher finds due deliveries here (`state: pending`, `due_at` passed), so retries never ride
+ * on the log's redelivery; `GET /jobs/{id}/deliveries` lists the attempts.
+ */
+
+export const DELIVERIES = 'deliveries';
+
+export type DeliveryAttemptView = {
+  readonly attempt: number;
+  readonly at: string;
+  readonly status: number | null;
+  readonly error: string | null;
+  readonly duration_ms: number;
+  readonly outcome: string;
+  readonly next_attempt_at: string | null;
+};
+
+export function evolveDeliveryDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
+  const event = { type: stored.type, data: stored.data } as DeliveryEvent;
+  if (event.type === 'DeliveryScheduled') {
+    const d = event.data;
+    return { _id: d.job_id, _rev: stored.revision, ...d, state: 'pending', attempts: [], requested_at: null };
+  }
+  if (!doc) return null;
+  switch (event.type) {
+    case 'DeliveryClaimed':
+      return doc;
+    case 'DeliveryAttempted': {
+      const a = event.data;
+      const attempts = [...(doc.attempts as DeliveryAttemptView[]), a];
+      return { ...doc, attempts, state: a.outcome === 'retry' ? 'pending' : a.outcome, due_at: a.next_attempt_at };
+    }
+    case 'DeliveryRequested':
+      return { ...doc, state: 'pending', due_at: event.data.at, requested_at: event.data.at };
+    default:
+      return doc;
+  }
+}
+
+export const deliveriesModel: ReadModel = {
+  name: DELIVERIES,
+  version: 1,
+  handles: new Set(['DeliveryScheduled', 'DeliveryClaimed', 'DeliveryAttempted', 'DeliveryRequested'] satisfies DeliveryEvent['type'][]),
+  docId: (e) => (streamCategory(e.streamId) === 'delivery' ? e.streamId.slice('delivery-'.length) : null),
+  evolve: evolveDeliveryDoc,
+  indexes: [['state', 'due_at'], ['drive_id']],
+};
