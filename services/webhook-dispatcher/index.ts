@@ -74,7 +74,13 @@ export async function start(deps: DispatcherDeps): Promise<Dispatcher> {
         jobId,
         {
           type: 'ScheduleDelivery',
-          delivery: { delivery_id: deps.ids.uuidv7(), job_id: jobId, drive_id: job.drive_id, project_id: job.project_id, url: job.callback_url! },
+          delivery: {
+            delivery_id: deps.ids.uuidv7(),
+            job_id: jobId,
+            drive_id: job.drive_id,
+            project_id: job.project_id,
+            url: job.callback_url!,
+          },
           now: now(),
         },
         { partition_key: job.project_id, drive_id: job.drive_id },
@@ -103,7 +109,11 @@ export async function start(deps: DispatcherDeps): Promise<Dispatcher> {
 
   async function dispatchDue(): Promise<void> {
     if (inFlight.size >= concurrency) return;
-    const due = await deps.read.find(DELIVERIES, { state: 'pending', due_at: { $lte: now() } }, { sort: [['due_at', 1]], limit: concurrency * 4 });
+    const due = await deps.read.find(
+      DELIVERIES,
+      { state: 'pending', due_at: { $lte: now() } },
+      { sort: [['due_at', 1]], limit: concurrency * 4 },
+    );
     for (const doc of due) {
       if (inFlight.size >= concurrency) return;
       const jobId = doc._id;
@@ -128,7 +138,11 @@ export async function start(deps: DispatcherDeps): Promise<Dispatcher> {
     const metadata = { partition_key: projectId, drive_id: driveId };
     let claimed;
     try {
-      claimed = await delivery(jobId, { type: 'ClaimDelivery', workerId: deps.workerId, leaseMs: timeoutMs * 2 + 10_000, now: now() }, metadata);
+      claimed = await delivery(
+        jobId,
+        { type: 'ClaimDelivery', workerId: deps.workerId, leaseMs: timeoutMs * 2 + 10_000, now: now() },
+        metadata,
+      );
     } catch (err) {
       if (err instanceof AppError && err.options.extra?.state === NOT_CLAIMABLE) return; // another replica has it, or it is not due yet
       throw err;
@@ -162,7 +176,10 @@ export async function start(deps: DispatcherDeps): Promise<Dispatcher> {
       metadata,
     );
     const outcome = recorded.events[0]?.type === 'DeliveryAttempted' ? recorded.events[0].data : null;
-    log.info({ job_id: jobId, delivery_id, attempt: n, ...result, outcome: outcome?.outcome, next_attempt_at: outcome?.next_attempt_at }, 'webhook attempt');
+    log.info(
+      { job_id: jobId, delivery_id, attempt: n, ...result, outcome: outcome?.outcome, next_attempt_at: outcome?.next_attempt_at },
+      'webhook attempt',
+    );
   }
 
   return {
