@@ -56,7 +56,7 @@ runService('worker', async (config, logger) => {
   stops.unshift(proc.stop);
   const dispatcher = await webhooks.start(dispatcherDeps(config, logger, { store, read: readSide.read, log }, { onFatal }));
   stops.unshift(dispatcher.stop);
-  const lag = watchLag(metrics, [projector, ...proc.subscriptions, dispatcher.subscription]);
+  const lag = watchLag(metrics, [projector, ...proc.subscriptions, ...(dispatcher.subscription ? [dispatcher.subscription] : [])]);
   parent.ready();
 
   return async () => {

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { handleCommand, loadState } from '../../lib/app/command-handler';
@@ -45,15 +46,22 @@ export type DispatcherDeps = {
   /** A receiver has this long to answer with a 2xx (DESIGN: 15 s). */
   timeoutMs?: number;
   onFatal?: (err: Error) => void;
+  /**
+   * Whether this instance also schedules deliveries from the log (default). Replicas in one
+   * embedded process must not both subscribe one group; a second one may only dispatch.
+   */
+  schedules?: boolean;
 };
 
-export type Dispatcher = { stop(): Promise<void>; subscription: LogSubscription; idle(): Promise<void> };
+export type Dispatcher = { stop(): Promise<void>; subscription: LogSubscription | null; idle(): Promise<void> };
 
 export const DEFAULT_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18_000, 36_000, 36_000, 36_000, 36_000, 36_000, 36_000];
 
 export async function start(deps: DispatcherDeps): Promise<Dispatcher> {
   const log = deps.logger.child({ component: 'webhook-dispatcher' });
   const stopping = new AbortController();
+  // Every attempt in flight listens to it: more than Node's default of ten.
+  setMaxListeners(0, stopping.signal);
   const inFlight = new Map<string, Promise<void>>(); // by job id
   const byHost = new Map<string, number>();
   const concurrency = deps.concurrency ?? 16;
@@ -62,33 +70,36 @@ export async function start(deps: DispatcherDeps): Promise<Dispatcher> {
   const delivery = (jobId: string, command: DeliveryCommand, metadata: { partition_key: string; drive_id?: string }) =>
     handleCommand(deps.store, streams.delivery(jobId), deliveryDecider, command, { newId: deps.ids.uuidv7, metadata });
 
-  const subscription = await deps.log.subscribe(
-    WEBHOOK_GROUP,
-    async (event) => {
-      if (event.type !== 'JobStopped' && event.type !== 'JobCancelled') return;
-      const jobId = String(event.data.job_id);
-      const { state } = await loadState(deps.store, streams.job(jobId), jobDecider);
-      if (state.status === 'none' || !state.job.callback_url) return;
-      const { job } = state;
-      await delivery(
-        jobId,
-        {
-          type: 'ScheduleDelivery',
-          delivery: {
-            delivery_id: deps.ids.uuidv7(),
-            job_id: jobId,
-            drive_id: job.drive_id,
-            project_id: job.project_id,
-            url: job.callback_url!,
+  const subscription =
+    deps.schedules === false
+      ? null
+      : await deps.log.subscribe(
+          WEBHOOK_GROUP,
+          async (event) => {
+            if (event.type !== 'JobStopped' && event.type !== 'JobCancelled') return;
+            const jobId = String(event.data.job_id);
+            const { state } = await loadState(deps.store, streams.job(jobId), jobDecider);
+            if (state.status === 'none' || !state.job.callback_url) return;
+            const { job } = state;
+            await delivery(
+              jobId,
+              {
+                type: 'ScheduleDelivery',
+                delivery: {
+                  delivery_id: deps.ids.uuidv7(),
+                  job_id: jobId,
+                  drive_id: job.drive_id,
+                  project_id: job.project_id,
+                  url: job.callback_url!,
+                },
+                now: now(),
+              },
+              { partition_key: job.project_id, drive_id: job.drive_id },
+            );
+            wake();
           },
-          now: now(),
-        },
-        { partition_key: job.project_id, drive_id: job.drive_id },
-      );
-      wake();
-    },
-    { concurrency: 4, onFatal: deps.onFatal },
-  );
+          { concurrency: 4, onFatal: deps.onFatal },
+        );
 
   let wakeUp: (() => void) | null = null;
   const wake = () => wakeUp?.();
@@ -104,6 +115,9 @@ export async function start(deps: DispatcherDeps): Promise<Dispatcher> {
         new Promise<void>((resolve) => (wakeUp = resolve)),
       ]);
       wakeUp = null;
+      // The stores answer synchronously: without a turn of the event loop here, a busy loop would
+      // starve every socket of the process.
+      await new Promise((resolve) => setImmediate(resolve));
     }
   })();
 
@@ -121,19 +135,24 @@ export async function start(deps: DispatcherDeps): Promise<Dispatcher> {
       if (inFlight.has(jobId) || (byHost.get(host) ?? 0) >= perHost) continue; // a slow host waits its turn, others go on
       byHost.set(host, (byHost.get(host) ?? 0) + 1);
       const run = attempt(jobId, String(doc.drive_id), String(doc.project_id))
-        .catch((err: unknown) => log.error({ err, job_id: jobId }, 'delivery attempt failed unexpectedly'))
-        .finally(() => {
+        .catch((err: unknown) => {
+          log.error({ err, job_id: jobId }, 'delivery attempt failed unexpectedly');
+          return false;
+        })
+        .then((sent) => {
           inFlight.delete(jobId);
           const left = (byHost.get(host) ?? 1) - 1;
           if (left === 0) byHost.delete(host);
           else byHost.set(host, left);
-          wake();
+          // A freed slot may serve a waiting delivery; an attempt that sent nothing (not ours) wakes no one.
+          if (sent) wake();
         });
       inFlight.set(jobId, run);
     }
   }
 
-  async function attempt(jobId: string, driveId: string, projectId: string): Promise<void> {
+  /** One attempt; resolves whether something was sent. */
+  async function attempt(jobId: string, driveId: string, projectId: string): Promise<boolean> {
     const timeoutMs = deps.timeoutMs ?? 15_000;
     const metadata = { partition_key: projectId, drive_id: driveId };
     let claimed;
@@ -144,17 +163,17 @@ export async function start(deps: DispatcherDeps): Promise<Dispatcher> {
         metadata,
       );
     } catch (err) {
-      if (err instanceof AppError && err.options.extra?.state === NOT_CLAIMABLE) return; // another replica has it, or it is not due yet
+      if (err instanceof AppError && err.options.extra?.state === NOT_CLAIMABLE) return false; // another replica has it, or it is not due yet
       throw err;
     }
     const state = claimed.state;
-    if (!state.exists || !state.claim) return;
+    if (!state.exists || !state.claim) return false;
     const { attempt: n } = state.claim;
     const { delivery_id, url } = state.delivery;
     // The document as GET /jobs/{job_id} renders it now, from the job's own stream.
     const job = foldDocument(await deps.store.readStream(streams.job(jobId)), evolveJobDoc);
     const { state: drive } = await loadState(deps.store, streams.drive(driveId), driveDecider);
-    if (!job || !drive.exists) return;
+    if (!job || !drive.exists) return false;
     const body = JSON.stringify(renderJob(job));
     const headers = {
       'content-type': 'application/json',
@@ -167,7 +186,7 @@ export async function start(deps: DispatcherDeps): Promise<Dispatcher> {
       const answer = await deps.fetcher.post(url, { body, headers, timeoutMs, signal: stopping.signal });
       result = { status: answer.status };
     } catch (err) {
-      if (stopping.signal.aborted) return; // shutting down: the lease lapses and the attempt is made again
+      if (stopping.signal.aborted) return false; // shutting down: the lease lapses and the attempt is made again
       result = { error: err instanceof Error ? err.message : String(err) };
     }
     const recorded = await delivery(
@@ -180,6 +199,7 @@ export async function start(deps: DispatcherDeps): Promise<Dispatcher> {
       { job_id: jobId, delivery_id, attempt: n, ...result, outcome: outcome?.outcome, next_attempt_at: outcome?.next_attempt_at },
       'webhook attempt',
     );
+    return true;
   }
 
   return {
@@ -192,7 +212,7 @@ export async function start(deps: DispatcherDeps): Promise<Dispatcher> {
       wake();
       await loop;
       await Promise.all(inFlight.values());
-      await subscription.close();
+      await subscription?.close();
     },
   };
 }

@@ -3,7 +3,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
+import { createOutboundFetcher } from '../../lib/adapters/http/outbound-fetcher';
+import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { updateDrive } from '../../lib/app/admin';
+import * as webhooks from '../../services/webhook-dispatcher';
 import { generateWebhookSecret } from '../../lib/app/tokens';
 import { startHarness, type Harness } from '../fixtures/harness';
 import { makeTestMedia } from '../fixtures/media';
@@ -127,6 +130,35 @@ describe('webhook delivery (HTTP, embedded adapters)', function () {
       what: 'the slow attempt recorded',
     });
     assert.match(first.error ?? '', /timed out/);
+  });
+
+  it('shares the work between several dispatchers without sending any delivery twice', async () => {
+    const second = await webhooks.start({
+      store: h.store,
+      read: h.read,
+      log: h.log,
+      logger: h.logger,
+      clock: systemClock,
+      ids: randomIds,
+      fetcher: createOutboundFetcher({ allowlist: ['127.0.0.1'] }),
+      workerId: 'second-dispatcher',
+      // A second replica that only dispatches: the claims are what is tested.
+      schedules: false,
+      scheduleSeconds: [0.3],
+      pollMs: 20,
+      timeoutMs: 1000,
+    });
+    try {
+      receiver.script([200]);
+      const jobs = await Promise.all(Array.from({ length: 8 }, (_, i) => importWithCallback(`/shared-${i}`)));
+      for (const jobId of jobs) {
+        await waitFor(async () => ((await deliveries(jobId)).state === 'delivered' ? true : null), { what: `delivery of ${jobId}` });
+      }
+      await new Promise((r) => setTimeout(r, 500));
+      for (let i = 0; i < 8; i++) assert.equal(to(`/shared-${i}`).length, 1, `/shared-${i} delivered exactly once`);
+    } finally {
+      await second.stop();
+    }
   });
 
   it('signs with a rotated secret from the next delivery on', async () => {

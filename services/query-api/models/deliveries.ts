@@ -26,19 +26,20 @@ export function evolveDeliveryDoc(doc: Doc | null, stored: StoredEvent): Doc | n
   const event = { type: stored.type, data: stored.data } as DeliveryEvent;
   if (event.type === 'DeliveryScheduled') {
     const d = event.data;
-    return { _id: d.job_id, _rev: stored.revision, ...d, state: 'pending', attempts: [], requested_at: null };
+    return { _id: d.job_id, _rev: stored.revision, ...d, state: 'pending', attempts: [], requested_at: null, claimed_until: null };
   }
   if (!doc) return null;
   switch (event.type) {
     case 'DeliveryClaimed':
-      return doc;
+      // Dispatchers skip a delivery another one holds until its lease ends.
+      return { ...doc, claimed_until: event.data.lease_until };
     case 'DeliveryAttempted': {
       const a = event.data;
       const attempts = [...(doc.attempts as DeliveryAttemptView[]), a];
-      return { ...doc, attempts, state: a.outcome === 'retry' ? 'pending' : a.outcome, due_at: a.next_attempt_at };
+      return { ...doc, attempts, state: a.outcome === 'retry' ? 'pending' : a.outcome, due_at: a.next_attempt_at, claimed_until: null };
     }
     case 'DeliveryRequested':
-      return { ...doc, state: 'pending', due_at: event.data.at, requested_at: event.data.at };
+      return { ...doc, state: 'pending', due_at: event.data.at, requested_at: event.data.at, claimed_until: null };
     default:
       return doc;
   }
