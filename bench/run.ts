@@ -8,6 +8,7 @@ import { profilesByThread, summarize, type Share } from './profile';
 import { admin, build, killAll, startBaseline, startService, stop, type Started } from './processes';
 import { measureReplay } from './replay';
 import { measureSearch } from './search';
+import { measureWebhooks } from './webhooks';
 
 /**
  * `npm run bench`: every figure is a ratio against a baseline measured in the same run on the
@@ -139,6 +140,9 @@ async function main() {
     phase('(d) search: one drive with 10,000 projects and 1,000 hours of transcripts (embedded SearchIndex)');
     const search = await measureSearch();
 
+    phase('(e) webhook deliveries to a loopback receiver in its own process');
+    const hooks = await measureWebhooks();
+
     const postRatio = accept.requestsPerSecond / barePost.requestsPerSecond;
     const getRatio = jobRead.requestsPerSecond / bareGet.requestsPerSecond;
     const met = {
@@ -193,6 +197,7 @@ async function main() {
         baseline: `p50 ${search.oneWord.p50} ms`,
       },
       { figure: '(d) search, a phrase', value: `p99 ${search.phrase.p99} ms`, baseline: `p50 ${search.phrase.p50} ms` },
+      { figure: `(e) webhook deliveries (${hooks.deliveries})`, value: rate(hooks.perSecond, 'deliveries/s') },
     ]);
     describeUnexpected('(a) accept', accept);
     describeUnexpected('(b) GET /v1/jobs/{id}', jobRead);
@@ -219,6 +224,7 @@ async function main() {
       replay_events_per_s: replay.replayPerSecond,
       search_one_word_p99_ms: search.oneWord.p99,
       search_phrase_p99_ms: search.phrase.p99,
+      webhook_deliveries_per_s: hooks.perSecond,
       goals_met: Object.values(met).every(Boolean),
     };
     console.log(`\nsummary: ${JSON.stringify(summary)}`);
