@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { openBlobStore, openEventStore, openMedia, openReadStore } from '../lib/adapters/from-config';
+import { openBlobStore, openEventStore, openMedia, openReadStore, openUrlRefusal } from '../lib/adapters/from-config';
 import { httpCommon } from '../lib/adapters/http-common';
 import { createBalanceReader } from '../lib/app/balance';
 import { ConfigError } from '../lib/config';
@@ -48,6 +48,7 @@ runService('serve', async (config, logger) => {
     search: readSide.search,
     blobs: openBlobStore(config),
     webUrl: config.webUrl,
+    urlRefusal: openUrlRefusal(config),
     store,
     clock: systemClock,
     ids: randomIds,

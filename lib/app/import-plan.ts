@@ -15,7 +15,15 @@ export type ImportRequest = {
   team_access?: TeamAccess;
   add_media?: Record<
     string,
-    { url?: string; content_type?: string; file_size?: number; language?: string; tracks?: { media: string; offset?: number }[] }
+    {
+      url?: string;
+      content_type?: string;
+      file_size?: number;
+      language?: string;
+      tracks?: { media: string; offset?: number }[];
+      /** Not in the public schema: set by imports of freshly written files (partner links). */
+      retry_until_found?: boolean;
+    }
   >;
   add_compositions?: { name: string; clips: { media: string }[]; width?: number; height?: number }[];
   callback_url?: string;
@@ -68,7 +76,7 @@ export function planImport(body: ImportRequest, existingRefs: ReadonlySet<string
     }
     if (item.url !== undefined) {
       refuse(`${field}.url`, item.url);
-      media.set(ref, { url: item.url, language: item.language ?? null });
+      media.set(ref, { url: item.url, language: item.language ?? null, ...(item.retry_until_found && { retry_until_found: true }) });
       fileRefs.add(ref);
     }
   }

@@ -22,6 +22,8 @@ export const streams = {
   delivery: (jobId: string) => `delivery-${jobId}`,
   drive: (driveId: string) => `drive-${driveId}`,
   token: (tokenHash: string) => `token-${tokenHash}`,
+  /** A partner's one-time import link, named by the nonce in its URL. */
+  importLink: (nonce: string) => `importlink-${nonce}`,
 } as const;
 
 /** The category of a stream id: the part before the first dash. */

@@ -3,8 +3,12 @@
  * on `JobQueued` and what the processor records on `JobStopped`.
  */
 
-/** A file the service fetches. */
-export type UrlItem = { readonly url: string; readonly language: string | null };
+/**
+ * A file the service fetches. `retry_until_found`: the file was written just before the import
+ * (a partner's storage may not serve it yet), so a 404 or 403 is retried with backoff before the
+ * file fails. Absent on items of the public API.
+ */
+export type UrlItem = { readonly url: string; readonly language: string | null; readonly retry_until_found?: boolean };
 /** A file the caller PUTs to a signed `upload_url` until `expires_at`. */
 export type UploadItem = {
   readonly upload: {

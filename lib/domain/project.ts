@@ -11,6 +11,9 @@ export type ProjectMediaType = 'audio' | 'video' | 'image' | 'sequence' | 'other
 
 export type Track = { readonly media: string; readonly offset: number };
 
+/** Where a project imported through a partner's link came from (SPEC Events 2: the export pages' meta tags). */
+export type ProjectPartner = { readonly partner_drive_id: string; readonly source_id: string | null };
+
 export type ProjectCreated = {
   readonly type: 'ProjectCreated';
   readonly data: {
@@ -21,6 +24,8 @@ export type ProjectCreated = {
     readonly team_access: TeamAccess;
     readonly created_by: string;
     readonly job_id: string | null;
+    /** Null or absent (events before partner links) unless the project came through a partner's link. */
+    readonly partner?: ProjectPartner | null;
     readonly created_at: string;
   };
 };

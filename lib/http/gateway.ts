@@ -1,12 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Koa from 'koa';
 
-/** The web sign-in's forms: they change no state of the service, only the browser's cookie. */
-const QUERY_SIDE_POSTS = new Set(['/login', '/logout']);
+/**
+ * The web pages' forms: sign-in and sign-out change only the browser's cookie; the partner
+ * import page's form belongs with its page (it starts the import through lib/app, as the
+ * command API would).
+ */
+const QUERY_SIDE_POSTS = new Set(['/login', '/logout', '/import']);
 
 /**
  * One port for both APIs, as the distributed gateway does it: reads (GET, HEAD) and the web
- * sign-in go to the query API, everything else to the command API.
+ * pages' forms go to the query API, everything else to the command API.
  */
 export function routeByMethod(command: Koa, query: Koa) {
   const toCommand = command.callback();

@@ -4,7 +4,9 @@ import { notFound } from '../../lib/domain/errors';
 import { createApiApp, type ApiAppDeps } from '../../lib/http/app';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
-import { acceptImport, cancelJob, requestRedelivery, type ImportDeps, type ImportRequest } from './import';
+import { acceptImport, type ImportDeps, type ImportRequest } from '../../lib/app/import';
+import { cancelJob, requestRedelivery } from './import';
+import { mountPartner } from './partner';
 import { createUploadRoutes, type UploadRouteDeps } from './uploads';
 
 export type CommandApiDeps = ApiAppDeps & ImportDeps & { schemas: SchemaRegistry; uploads?: UploadRouteDeps };
@@ -43,6 +45,8 @@ export function createApp(deps: CommandApiDeps): Koa {
         ctx.status = 202;
         ctx.body = { job_id: jobId, state: 'pending' };
       });
+
+      mountPartner(v1, deps);
     },
     signed,
   );

@@ -7,7 +7,7 @@ import { jobDecider } from '../../lib/app/deciders';
 import type { Config } from '../../lib/config';
 import { streams } from '../../lib/domain/ids';
 import type { EventStore } from '../../lib/ports/event-store';
-import type { ImportDeps } from './import';
+import type { ImportDeps } from '../../lib/app/import';
 import { uploadUrl, type UploadRouteDeps } from './uploads';
 
 /** What the command API needs beyond the shared HTTP pieces, from configuration (main.ts and the all-in-one server). */

@@ -1,4 +1,5 @@
 import { pipeline, Transform } from 'node:stream';
+import { setTimeout as delay } from 'node:timers/promises';
 import { AppError } from '../../lib/domain/errors';
 import type { ImportWorkDeps } from './import-work';
 import type { JobContext } from './job-runner';
@@ -11,23 +12,59 @@ const USER_AGENT = 'Servicebot/1.0';
 export type Downloaded = { readonly blobKey: string; readonly size: number };
 
 /**
+ * Waits before each new try of a file that is not there yet: storage that is eventually
+ * consistent can answer 404 (or 403, as S3 does without list rights) for an object written a
+ * moment ago. About 15 s in all, within the download's time limit.
+ */
+export const NOT_FOUND_RETRY_DELAYS_MS: readonly number[] = [1000, 2000, 4000, 8000];
+
+/**
  * Downloads `url` into a new blob under the download time limit, reporting the fraction of bytes
- * received when the size is known.
+ * received when the size is known. With `retryUntilFound`, a 404 or 403 is tried again after
+ * each of `NOT_FOUND_RETRY_DELAYS_MS` before the file fails.
  */
 export async function download(
   deps: ImportWorkDeps,
   ctx: JobContext,
   url: string,
   report: (fraction: number) => void,
+  options: { readonly retryUntilFound?: boolean } = {},
 ): Promise<Downloaded> {
   const limit = timeLimit(ctx.signal, deps.downloadTimeoutMs);
+  const delays = options.retryUntilFound ? NOT_FOUND_RETRY_DELAYS_MS : [];
   try {
-    return await fetchToBlob(deps, ctx, url, report, limit.signal);
+    for (let retry = 0; ; retry++) {
+      try {
+        return await fetchToBlob(deps, ctx, url, report, limit.signal);
+      } catch (err) {
+        const status = notThereYet(err);
+        if (status === null || retry >= delays.length) throw retry > 0 ? stillMissing(err, retry) : err;
+        ctx.log.info({ host: new URL(url).host, status, retry: retry + 1, delay_ms: delays[retry] }, 'file not there yet; trying again');
+        await delay(delays[retry], undefined, { signal: limit.signal });
+      }
+    }
   } catch (err) {
     throw limit.explain(err);
   } finally {
     limit.clear();
   }
+}
+
+/**
+ * The 404 or 403 a store answers for an object it does not serve yet, else null. The fetcher's
+ * errors carry the status only in their message ("<host> answered HTTP 404").
+ */
+function notThereYet(err: unknown): 403 | 404 | null {
+  if (!(err instanceof Error)) return null;
+  const status = Number(/ answered HTTP (\d{3})$/.exec(err.message)?.[1]);
+  return status === 403 || status === 404 ? status : null;
+}
+
+/** The last 404 or 403 of a file that never appeared, saying how long it was waited for. */
+function stillMissing(err: unknown, retries: number): unknown {
+  if (!(err instanceof Error) || notThereYet(err) === null) return err;
+  const waited = NOT_FOUND_RETRY_DELAYS_MS.slice(0, retries).reduce((a, b) => a + b, 0) / 1000;
+  return new AppError('invalid_input', `${err.message}, also after ${retries} retries over ${waited} s`);
 }
 
 async function fetchToBlob(

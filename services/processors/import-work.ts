@@ -180,7 +180,9 @@ async function importFile(
   let source: Source;
   if (isUrlItem(item)) {
     report('downloading', 0);
-    const { blobKey, size } = await download(deps, ctx, item.url, (f) => report('downloading', within('fetching', f)));
+    const { blobKey, size } = await download(deps, ctx, item.url, (f) => report('downloading', within('fetching', f)), {
+      retryUntilFound: item.retry_until_found === true,
+    });
     source = { ref, assetId: mediaAssetId(ctx.job.project_id, ref), blobKey, size, sourceUrl: item.url, language: item.language };
   } else {
     const upload = received.get(ref);

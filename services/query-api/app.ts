@@ -1,4 +1,5 @@
 import type Koa from 'koa';
+import { createBalanceReader } from '../../lib/app/balance';
 import { foldDocument } from '../../lib/app/projection';
 import { forbidden, notFound } from '../../lib/domain/errors';
 import { isJobId, streams } from '../../lib/domain/ids';
@@ -27,6 +28,8 @@ export type QueryApiDeps = ApiAppDeps & {
   /** Where transcripts are read for the project page. */
   blobs: BlobStore;
   webUrl: string;
+  /** Why a URL is refused from its text alone (an internal address): the partner import page checks a link's URIs again. */
+  urlRefusal: (url: string) => string | null;
 };
 
 export const API_VERSION = '1.2';
@@ -39,6 +42,14 @@ export function createApp(deps: QueryApiDeps): Koa {
     blobs: deps.blobs,
     webUrl: deps.webUrl,
     logger: deps.logger,
+    imports: {
+      store: deps.store,
+      clock: deps.clock,
+      ids: deps.ids,
+      webUrl: deps.webUrl,
+      urlRefusal: deps.urlRefusal,
+      balance: createBalanceReader({ store: deps.store, read: deps.read }),
+    },
   });
   return createApiApp(
     deps,

@@ -1,5 +1,5 @@
 import { openConsumerSide } from '../../lib/adapters/consumer-side';
-import { openBlobStore } from '../../lib/adapters/from-config';
+import { openBlobStore, openUrlRefusal } from '../../lib/adapters/from-config';
 import { httpCommon } from '../../lib/adapters/http-common';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { createMetrics } from '../../lib/observability/metrics';
@@ -21,6 +21,7 @@ runService('query-api', async (config, logger) => {
     search: readSide.search,
     blobs: openBlobStore(config),
     webUrl: config.webUrl,
+    urlRefusal: openUrlRefusal(config),
     store,
     log,
     clock: systemClock,

@@ -2,16 +2,19 @@ import type { Principal } from '../../lib/app/tenancy';
 import { loadTranscript } from '../../lib/app/transcripts';
 import { compositionMediaType, compositionTranscript, sequenceWords, type Clip, type Word } from '../../lib/domain/edl';
 import { forbidden, invalidInput, notFound } from '../../lib/domain/errors';
-import { isUuid } from '../../lib/domain/ids';
+import { isUuid, streams } from '../../lib/domain/ids';
+import { foldDocument } from '../../lib/app/projection';
+import type { EventStore } from '../../lib/ports/event-store';
 import type { BlobStore } from '../../lib/ports/blob-store';
 import type { Doc, ReadStore } from '../../lib/ports/read-store';
 import { JOBS, renderJob } from './jobs-projection';
 import { COMPOSITIONS } from './models/compositions';
-import { PROJECTS, type ProjectDoc, type ProjectMediaEntry } from './models/projects';
+import { evolveProjectDoc, PROJECTS, type ProjectDoc, type ProjectMediaEntry } from './models/projects';
 
 /** A project as the detail endpoint and the project page read it: the project document joined with its compositions. */
 
-export type ProjectViewDeps = { read: ReadStore };
+/** With the event store, a project the projection has not reached yet (created a moment ago) is folded from its stream. */
+export type ProjectViewDeps = { read: ReadStore; store?: EventStore };
 
 export type CompositionView = {
   readonly id: string;
@@ -27,7 +30,9 @@ export type ProjectView = { readonly project: ProjectDoc; readonly compositions:
 /** The project of the principal's drive: 400 for a malformed id, 404 when it does not exist, 403 for another drive's. */
 export async function loadProjectView(deps: ProjectViewDeps, who: Principal, projectId: string): Promise<ProjectView> {
   if (!isUuid(projectId)) throw invalidInput(`project_id ${JSON.stringify(projectId.slice(0, 80))} is not a UUID`);
-  const project = (await deps.read.get(PROJECTS, projectId.toLowerCase())) as ProjectDoc | null;
+  const id = projectId.toLowerCase();
+  const project = ((await deps.read.get(PROJECTS, id)) ??
+    (deps.store ? foldDocument(await deps.store.readStream(streams.project(id)), evolveProjectDoc) : null)) as ProjectDoc | null;
   if (!project) throw notFound(`project ${projectId} does not exist`);
   if (project.drive_id !== who.driveId) throw forbidden(`project ${projectId} belongs to another drive`);
   const docs = new Map(

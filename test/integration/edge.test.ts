@@ -83,6 +83,7 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
         search: h.search,
         blobs: h.processorDeps.blobs,
         webUrl: 'http://web.test',
+        urlRefusal: () => null,
         clock: systemClock,
         ids: randomIds,
         read,

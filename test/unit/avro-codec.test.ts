@@ -8,6 +8,7 @@ import type { CompositionEvent } from '../../lib/domain/composition';
 import type { JobEvent } from '../../lib/domain/job';
 import type { DeliveryEvent } from '../../lib/domain/delivery';
 import type { FolderEvent } from '../../lib/domain/folder';
+import type { ImportLinkEvent } from '../../lib/domain/import-link';
 import type { ProjectEvent } from '../../lib/domain/project';
 import { DEFAULT_SETTINGS, type DriveEvent, type TokenEvent } from '../../lib/domain/tenancy';
 import type { StoredEvent } from '../../lib/ports/event-store';
@@ -15,7 +16,7 @@ import type { StoredEvent } from '../../lib/ports/event-store';
 const SCHEMA_DIR = join(__dirname, '../../schemas/events');
 const codec = createAvroCodec({ schemaDir: SCHEMA_DIR });
 
-type DomainEvent = JobEvent | ProjectEvent | DriveEvent | TokenEvent | CompositionEvent | FolderEvent | DeliveryEvent;
+type DomainEvent = JobEvent | ProjectEvent | DriveEvent | TokenEvent | CompositionEvent | FolderEvent | DeliveryEvent | ImportLinkEvent;
 const T = '2024-05-01T10:00:00.000Z';
 const JOB = 'project-media-import-5b0f7c1e-8a43-4a7e-9d4b-0f3c2a1e6d55';
 const PROJECT = '1e7d4a0c-3b5f-4c8e-a2d9-6f0b1c3e5a77';
@@ -55,7 +56,15 @@ const domainEvents: DomainEvent[] = [
   { type: 'MediaSecondsCharged', data: { drive_id: DRIVE, job_id: JOB, ref: 'cam-a.mp4', seconds: 12.5, charged_at: T } },
   {
     type: 'ProjectCreated',
-    data: { ...SCOPE, name: 'Interview', folder_path: 'A/B', team_access: 'view', job_id: JOB, ...BY_USER },
+    data: {
+      ...SCOPE,
+      name: 'Interview',
+      folder_path: 'A/B',
+      team_access: 'view',
+      job_id: JOB,
+      partner: { partner_drive_id: DRIVE, source_id: 'episode-42' },
+      ...BY_USER,
+    },
   },
   {
     type: 'MediaImported',
@@ -178,6 +187,25 @@ const domainEvents: DomainEvent[] = [
     data: { attempt: 1, at: T, status: 500, error: null, duration_ms: 120, outcome: 'retry', next_attempt_at: T },
   },
   { type: 'DeliveryRequested', data: { at: T, by: USER } },
+  {
+    type: 'ImportLinkIssued',
+    data: {
+      nonce: USER,
+      drive_id: DRIVE,
+      partner_drive_id: DRIVE,
+      source_id: null,
+      files: [
+        { uri: 'https://cdn.example/a.wav?sig=x', name: 'Host', start_offset: { seconds: 1.5 } },
+        { uri: 'https://cdn.example/b.wav', name: null, start_offset: null },
+      ],
+      expires_at: T,
+      issued_at: T,
+    },
+  },
+  {
+    type: 'ImportLinkUsed',
+    data: { nonce: USER, used_by_drive: DRIVE, used_by_user: USER, project_id: PROJECT, job_id: JOB, used_at: T },
+  },
   { type: 'DriveCreated', data: { drive_id: DRIVE, name: 'Acme', webhook_secret: 'whsec_x', settings: DEFAULT_SETTINGS, created_at: T } },
   { type: 'DriveUpdated', data: { drive_id: DRIVE, changes: { name: 'Acme Inc', ai_credits: 50, media_seconds: null }, updated_at: T } },
   {
@@ -315,6 +343,14 @@ describe('Avro codec', () => {
       const { asset_id: _a, ...v1Data } = event('MediaImported').data as Record<string, unknown>;
       const buf = createAvroCodec({ schemaDir: v1Dir }).encode({ ...event('MediaImported'), data: v1Data });
       assert.deepEqual(codec.decode(buf), { ...event('MediaImported'), data: { ...v1Data, asset_id: null } });
+    });
+
+    it('reads a ProjectCreated written before partner links (history v1) as having no partner', () => {
+      const v1Dir = tempDir();
+      cpSync(join(SCHEMA_DIR, 'history', 'ProjectCreated.v1.avsc'), join(v1Dir, 'ProjectCreated.avsc'));
+      const { partner: _p, ...v1Data } = event('ProjectCreated').data as Record<string, unknown>;
+      const buf = createAvroCodec({ schemaDir: v1Dir }).encode({ ...event('ProjectCreated'), data: v1Data });
+      assert.deepEqual(codec.decode(buf), { ...event('ProjectCreated'), data: { ...v1Data, partner: null } });
     });
 
     it('refuses a message whose writer schema it does not know, naming the fingerprint', () => {

@@ -1,6 +1,6 @@
 import type { ReadModel } from '../../../lib/app/read-models';
 import { streamCategory } from '../../../lib/domain/ids';
-import type { ProjectEvent } from '../../../lib/domain/project';
+import type { ProjectEvent, ProjectPartner } from '../../../lib/domain/project';
 import type { StoredEvent } from '../../../lib/ports/event-store';
 import type { Doc } from '../../../lib/ports/read-store';
 
@@ -39,6 +39,8 @@ export type ProjectDoc = Doc & {
   /** The last time any member of the drive opened it; null when nobody has. */
   readonly last_viewed_at: string | null;
   readonly media: readonly ProjectMediaEntry[];
+  /** Where a project imported through a partner's link came from (export pages' meta tags); null otherwise. */
+  readonly partner: ProjectPartner | null;
   /** In the order they were added (the placeholder first); names and clips are in `compositions`. */
   readonly compositions: readonly { readonly id: string; readonly short_id: string }[];
 };
@@ -67,6 +69,7 @@ export function evolveProjectDoc(doc: Doc | null, stored: StoredEvent): Doc | nu
       created_at: d.created_at,
       updated_at: d.created_at,
       last_viewed_at: null,
+      partner: d.partner ? { partner_drive_id: d.partner.partner_drive_id, source_id: d.partner.source_id ?? null } : null,
       media: [],
       compositions: [],
     };

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
+import type { UrlImportDeps } from '../../../lib/app/import';
 import type { Authenticate, Principal } from '../../../lib/app/tenancy';
 import { AppError, forbidden, notFound } from '../../../lib/domain/errors';
 import { isUuid } from '../../../lib/domain/ids';
@@ -8,14 +9,16 @@ import type { ApiState } from '../../../lib/http/middleware';
 import type { BlobStore } from '../../../lib/ports/blob-store';
 import type { ReadStore } from '../../../lib/ports/read-store';
 import { compositionWords, loadProjectView, recentJobs, type ProjectView } from '../project-view';
-import type { Html } from './html';
+import { Html } from './html';
+import { mountImportPage, type PageAnswer } from './import-routes';
 import { errorPage, loginPage, projectPage, signedInPage } from './pages';
 import { clearedSessionCookie, isForeignOrigin, readForm, SESSION_COOKIE, safeNext, sessionCookie } from './session';
 
 /**
  * The project page behind a web sign-in, at the root of WEB_URL (which is assumed to have no path
  * of its own): `GET /{project_id}` and `GET /{project_id}/{short_id}` (a job's `project_url`),
- * `GET|POST /login`, `POST /logout`, and `GET /` (a "signed in" landing). Mounted outside the /v1
+ * `GET|POST /login`, `POST /logout`, `GET /` (a "signed in" landing), and with `imports` the
+ * partner import page `GET|POST /import?nonce=…`. Mounted outside the /v1
  * guards: it reads its own credentials (session cookie or `Authorization: Bearer`) and its own
  * small form bodies, and answers HTML, errors included.
  */
@@ -29,6 +32,8 @@ export type WebRoutesDeps = {
   logger: Logger;
   /** Largest login form accepted; 8 KiB unless told. */
   maxFormBytes?: number;
+  /** What the partner import page writes with (the event store, balances); without it there is no such page. */
+  imports?: UrlImportDeps;
 };
 
 /** First path segments that belong to the API mounted after this router, never to a page. */
@@ -50,20 +55,20 @@ export function createWebRoutes(deps: WebRoutesDeps): Router {
   const router = new Router({ sensitive: true });
 
   const page =
-    (handler: (ctx: Context) => Promise<Html | null>) =>
+    (handler: (ctx: Context) => Promise<Html | PageAnswer | null>) =>
     async (ctx: Context): Promise<void> => {
       ctx.set(HEADERS);
       try {
         // null: the handler answered itself (a redirect, the login form again).
-        const body = await handler(ctx);
-        if (body) send(ctx, 200, body);
+        const answer = await handler(ctx);
+        if (answer) send(ctx, answer instanceof Html ? 200 : answer.status, answer instanceof Html ? answer : answer.body);
       } catch (err) {
         answerError(deps, ctx, err);
       }
     };
 
-  /** The signed-in principal, or null after answering with a redirect to the login form. */
-  async function signedIn(ctx: Context): Promise<Principal | null> {
+  /** The signed-in principal, or null after answering with a redirect to the login form (then to `back`). */
+  async function signedIn(ctx: Context, back: string = ctx.path): Promise<Principal | null> {
     const header = ctx.get('authorization');
     // A client that sends its own token is not a browser that could sign in: a bad one is a 401 page.
     if (header) return deps.authenticate(header);
@@ -76,7 +81,7 @@ export function createWebRoutes(deps: WebRoutesDeps): Router {
         ctx.set('Set-Cookie', clearedSessionCookie(secure));
       }
     }
-    redirect(ctx, `/login?next=${encodeURIComponent(ctx.path)}`);
+    redirect(ctx, `/login?next=${encodeURIComponent(back)}`);
     return null;
   }
 
@@ -121,6 +126,18 @@ export function createWebRoutes(deps: WebRoutesDeps): Router {
     }),
   );
 
+  if (deps.imports) {
+    mountImportPage(router, deps.imports, {
+      page,
+      signedIn,
+      redirect,
+      readPostedForm: async (ctx) => {
+        refuseForeignOrigin(ctx, web.origin);
+        return readFormClosingOnError(ctx, limitBytes);
+      },
+    });
+  }
+
   const projectRoute = page(async (ctx) => {
     const who = await signedIn(ctx);
     if (!who) return null;
@@ -141,7 +158,7 @@ async function renderProject(deps: WebRoutesDeps, who: Principal, projectId: str
   if (shortId !== undefined && !SHORT_ID.test(shortId)) throw notFound('There is no such composition in this project.');
   let view: ProjectView;
   try {
-    view = await loadProjectView(deps, who, projectId);
+    view = await loadProjectView({ read: deps.read, store: deps.imports?.store }, who, projectId);
   } catch (err) {
     // Its name or anything else of it would tell another drive's member what it holds.
     if (err instanceof AppError && err.code === 'forbidden') throw forbidden('This is not a project of your drive.');
@@ -194,8 +211,10 @@ function send(ctx: Context, status: number, body: Html): void {
 const TITLES = new Map<number, string>([
   [400, 'Bad request'],
   [401, 'Not signed in'],
+  [402, 'No media seconds left'],
   [403, 'Forbidden'],
   [404, 'Not found'],
+  [410, 'Gone'],
   [413, 'Too large'],
   [415, 'Unsupported form'],
   [500, 'Server error'],
