@@ -1,5 +1,6 @@
 import { pipeline, Transform } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
+import { OutboundError } from '../../lib/adapters/http/outbound-fetcher';
 import { AppError } from '../../lib/domain/errors';
 import type { ImportWorkDeps } from './import-work';
 import type { JobContext } from './job-runner';
@@ -50,13 +51,9 @@ export async function download(
   }
 }
 
-/**
- * The 404 or 403 a store answers for an object it does not serve yet, else null. The fetcher's
- * errors carry the status only in their message ("<host> answered HTTP 404").
- */
+/** The 404 or 403 a store answers for an object it does not serve yet, else null. */
 function notThereYet(err: unknown): 403 | 404 | null {
-  if (!(err instanceof Error)) return null;
-  const status = Number(/ answered HTTP (\d{3})$/.exec(err.message)?.[1]);
+  const status = err instanceof OutboundError && err.reason === 'bad_status' ? err.status : undefined;
   return status === 403 || status === 404 ? status : null;
 }
 

@@ -14,6 +14,8 @@ export class OutboundError extends Error {
   constructor(
     readonly reason: OutboundErrorReason,
     message: string,
+    /** The server's status, for `bad_status`. */
+    readonly status?: number,
   ) {
     super(message);
     this.name = 'OutboundError';
@@ -364,7 +366,7 @@ function finish(exchange: Exchange, settings: Settings, signal?: AbortSignal): F
   const status = res.statusCode ?? 0;
   if (status < 200 || status > 299) {
     exchange.close();
-    throw new OutboundError('bad_status', `${url.host} answered HTTP ${status}`);
+    throw new OutboundError('bad_status', `${url.host} answered HTTP ${status}`, status);
   }
   const length = Number(res.headers['content-length']);
   const declared = res.headers['content-length'] !== undefined && Number.isSafeInteger(length) && length >= 0 ? length : undefined;
