@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { openBlobStore, openEventStore, openMedia, openReadStore, openUrlRefusal } from '../lib/adapters/from-config';
+import { openEventStore, openMedia, openReadStore } from '../lib/adapters/from-config';
 import { httpCommon } from '../lib/adapters/http-common';
 import { createBalanceReader } from '../lib/app/balance';
 import { ConfigError } from '../lib/config';
@@ -12,7 +12,7 @@ import { runService } from '../lib/run-service';
 import { supervise } from '../lib/supervise';
 import { createApp as createCommandApp } from '../services/command-api/app';
 import { createApp as createQueryApp } from '../services/query-api/app';
-import { randomIds, systemClock } from '../lib/adapters/system/clock';
+import { queryDeps } from '../services/query-api/from-config';
 import { commandDeps } from '../services/command-api/from-config';
 
 /**
@@ -42,17 +42,7 @@ runService('serve', async (config, logger) => {
     ...commandDeps(config, store),
     balance: createBalanceReader({ store, read: readSide.read }),
   });
-  const queryApp = createQueryApp({
-    ...shared,
-    read: readSide.read,
-    search: readSide.search,
-    blobs: openBlobStore(config),
-    webUrl: config.webUrl,
-    urlRefusal: openUrlRefusal(config),
-    store,
-    clock: systemClock,
-    ids: randomIds,
-  });
+  const queryApp = createQueryApp({ ...shared, ...queryDeps(config, readSide, store) });
   const server = createHttpServer(routeByMethod(commandApp, queryApp));
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>

@@ -1,10 +1,9 @@
 import { openConsumerSide } from '../../lib/adapters/consumer-side';
-import { openBlobStore, openUrlRefusal } from '../../lib/adapters/from-config';
 import { httpCommon } from '../../lib/adapters/http-common';
-import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { createMetrics } from '../../lib/observability/metrics';
 import { watchLag } from '../../lib/observability/wiring';
 import { exitOnFatal, runService } from '../../lib/run-service';
+import { queryDeps } from './from-config';
 import { start } from './index';
 
 /** Composition root of query-api and its projector. */
@@ -17,15 +16,8 @@ runService('query-api', async (config, logger) => {
     ...common,
     metrics,
     port: config.port,
-    read: readSide.read,
-    search: readSide.search,
-    blobs: openBlobStore(config),
-    webUrl: config.webUrl,
-    urlRefusal: openUrlRefusal(config),
-    store,
+    ...queryDeps(config, readSide, store),
     log,
-    clock: systemClock,
-    ids: randomIds,
     onFatal: exitOnFatal(logger),
   });
   const lag = watchLag(metrics, [service.projector]);

@@ -5,14 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { resolveFfmpegPaths } from '../../lib/adapters/ffmpeg/binaries';
-import { createOpenAiTranscriber } from '../../lib/adapters/transcriber/openai';
 import { loadState } from '../../lib/app/command-handler';
 import { projectDecider } from '../../lib/app/deciders';
 import { loadTranscript } from '../../lib/app/transcripts';
 import { compositionDecider } from '../../lib/domain/composition';
 import { compositionTranscript, sequenceWords, type Word } from '../../lib/domain/edl';
 import { streams } from '../../lib/domain/ids';
-import { startFakeOpenAiServer } from '../fixtures/fake-openai-server';
+import { fakeOpenAiTranscriber, startFakeOpenAiServer } from '../fixtures/fake-openai-server';
 import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
 import { makeTestMedia } from '../fixtures/media';
 import { makeMediaSamples, type SampleKind } from '../fixtures/media-files';
@@ -45,14 +44,7 @@ describe('import: media, transcripts and compositions (HTTP, embedded adapters)'
     for (const [kind, path] of samples) files[`sample-${kind}`] = path;
     media = await startMediaServer(files);
     openai = await startFakeOpenAiServer();
-    const transcriber = createOpenAiTranscriber({
-      url: openai.url,
-      apiKey: 'sk-test',
-      ffmpegPath: resolveFfmpegPaths().ffmpeg,
-      chunkSeconds: 600,
-      retryBaseMs: 10,
-      attempts: 2,
-    });
+    const transcriber = fakeOpenAiTranscriber(openai.url);
     h = await startHarness({ transcriber });
   });
   after(async () => {

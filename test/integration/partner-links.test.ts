@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, statSync } from 'node:fs';
+import { createReadStream, mkdirSync, mkdtempSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -20,6 +20,7 @@ import { createWebRoutes } from '../../services/query-api/web/routes';
 import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
 import { makeTestMedia } from '../fixtures/media';
 import { waitFor } from '../fixtures/wait';
+import { launchChromium, skipWithoutChromium } from '../fixtures/browser';
 
 /**
  * Partner import links end to end: a partner drive asks for a link (POST /v1/edit_in_descript/
@@ -28,7 +29,6 @@ import { waitFor } from '../fixtures/wait';
  * few times before serving a file (storage that is not yet consistent).
  */
 
-const CHROMIUM = '/usr/bin/chromium';
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
 /** `/file/<name>` serves; `/flaky/<name>` answers 404 twice per name, then serves; anything else is 404. */
@@ -388,23 +388,9 @@ describe('partner import links (edit in)', function () {
   });
 
   it('walks through sign-in and Import in headless Chromium, landing on the new project with its media', async function () {
-    if (!existsSync(CHROMIUM)) {
-      console.log('      skipped: chromium not installed (apt-get install chromium)');
-      this.skip();
-    }
-    const { chromium } = await import('playwright-core');
+    skipWithoutChromium(this);
     let server: Server | undefined;
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-      ],
-    });
+    const browser = await launchChromium();
     try {
       // The pages need their own address as WEB_URL (the origin forms are posted from): listen first.
       server = createServer();

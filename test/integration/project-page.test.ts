@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Koa from 'koa';
 import supertest from 'supertest';
-import { resolveFfmpegPaths } from '../../lib/adapters/ffmpeg/binaries';
 import { systemClock } from '../../lib/adapters/system/clock';
-import { createOpenAiTranscriber } from '../../lib/adapters/transcriber/openai';
 import { revokeToken } from '../../lib/app/admin';
 import { createAuthenticator } from '../../lib/app/tenancy';
 import type { Word } from '../../lib/domain/edl';
@@ -20,11 +18,12 @@ import { formatSeconds } from '../../services/query-api/web/html';
 import { createWebRoutes } from '../../services/query-api/web/routes';
 import { safeNext } from '../../services/query-api/web/session';
 import { paragraphs } from '../../services/query-api/web/transcript';
-import { startFakeOpenAiServer } from '../fixtures/fake-openai-server';
+import { fakeOpenAiTranscriber, startFakeOpenAiServer } from '../fixtures/fake-openai-server';
 import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
 import { waitFor } from '../fixtures/wait';
+import { launchChromium, skipWithoutChromium } from '../fixtures/browser';
 
 /**
  * The project page: server-rendered HTML behind a web sign-in (session cookie holding the API
@@ -33,7 +32,6 @@ import { waitFor } from '../fixtures/wait';
  * (one word `w<i>` per second of audio), so compositions have real derived transcripts.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
 const SCRIPT_NAME = '<script>alert(1)</script>';
 
 /** The web routes in a Koa app of their own, mounted as `createApiApp` mounts `outside` routers. */
@@ -98,14 +96,7 @@ describe('project page (web sign-in, server-rendered HTML)', function () {
     const [voice, clip, still] = await Promise.all([makeTestMedia(dir, 'wav', 4), makeTestMedia(dir, 'mp4', 3), makeTestMedia(dir, 'png')]);
     media = await startMediaServer({ 'voice.wav': voice, 'clip.mp4': clip, 'still.png': still });
     openai = await startFakeOpenAiServer();
-    const transcriber = createOpenAiTranscriber({
-      url: openai.url,
-      apiKey: 'sk-test',
-      ffmpegPath: resolveFfmpegPaths().ffmpeg,
-      chunkSeconds: 600,
-      retryBaseMs: 10,
-      attempts: 2,
-    });
+    const transcriber = fakeOpenAiTranscriber(openai.url);
     h = await startHarness({ transcriber });
     web = supertest(webApp(h, WEB_URL).callback());
 
@@ -333,23 +324,9 @@ describe('project page (web sign-in, server-rendered HTML)', function () {
   });
 
   it('walks through sign-in in headless Chromium and shows the project', async function () {
-    if (!existsSync(CHROMIUM)) {
-      console.log('      skipped: chromium not installed (apt-get install chromium)');
-      this.skip();
-    }
-    const { chromium } = await import('playwright-core');
+    skipWithoutChromium(this);
     let server: Server | undefined;
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-      ],
-    });
+    const browser = await launchChromium();
     try {
       // The app needs its own address as WEB_URL (the origin a login may be posted from): listen first.
       server = createServer();
