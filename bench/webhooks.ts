@@ -13,7 +13,7 @@ import { randomIds, systemClock } from '../lib/adapters/system/clock';
 import { createDrive } from '../lib/app/admin';
 import type { NewEvent } from '../lib/ports/event-store';
 import { startProjector } from '../services/query-api/projector';
-import { DELIVERIES } from '../services/query-api/models/deliveries';
+import { DELIVERIES } from '../lib/read-models/deliveries';
 import * as webhooks from '../services/webhook-dispatcher';
 
 /**

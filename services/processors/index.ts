@@ -7,7 +7,7 @@ import { awaitedUploads, type JobQueued, type JobType } from '../../lib/domain/j
 import { streams } from '../../lib/domain/ids';
 import type { EventLog, LogSubscription } from '../../lib/ports/event-log';
 import type { ReadStore } from '../../lib/ports/read-store';
-import { JOBS } from '../query-api/jobs-projection';
+import { JOBS } from '../../lib/read-models/jobs';
 import { importMedia, type ImportWorkDeps } from './import-work';
 import { runJob, type JobContext, type RunnerDeps, type WorkOutcome } from './job-runner';
 import { createFairPool, type FairPool } from './pool';

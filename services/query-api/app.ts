@@ -10,7 +10,7 @@ import { createApiApp, type ApiAppDeps } from '../../lib/http/app';
 import { findPage } from '../../lib/http/cursor';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
-import { evolveJobDoc, JOBS, renderJob } from './jobs-projection';
+import { evolveJobDoc, JOBS, renderJob } from '../../lib/read-models/jobs';
 import { mountProjects, timeRange } from './projects';
 import { mountSearch } from './search';
 import { mountDeliveries } from './deliveries';

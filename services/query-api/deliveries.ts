@@ -3,8 +3,8 @@ import { forbidden, notFound } from '../../lib/domain/errors';
 import { isJobId } from '../../lib/domain/ids';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { ReadStore } from '../../lib/ports/read-store';
-import { JOBS } from './jobs-projection';
-import { DELIVERIES, type DeliveryAttemptView } from './models/deliveries';
+import { JOBS } from '../../lib/read-models/jobs';
+import { DELIVERIES, type DeliveryAttemptView } from '../../lib/read-models/deliveries';
 
 /** GET /jobs/{job_id}/deliveries (an extension of the spec): the webhook attempts of a job. */
 export function mountDeliveries(v1: Router, deps: { read: ReadStore }): void {

@@ -7,9 +7,9 @@ import { foldDocument } from '../../lib/app/projection';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { BlobStore } from '../../lib/ports/blob-store';
 import type { Doc, ReadStore } from '../../lib/ports/read-store';
-import { JOBS, renderJob } from './jobs-projection';
-import { COMPOSITIONS } from './models/compositions';
-import { evolveProjectDoc, PROJECTS, type ProjectDoc, type ProjectMediaEntry } from './models/projects';
+import { JOBS, renderJob } from '../../lib/read-models/jobs';
+import { COMPOSITIONS } from '../../lib/read-models/compositions';
+import { evolveProjectDoc, PROJECTS, type ProjectDoc, type ProjectMediaEntry } from '../../lib/read-models/projects';
 
 /** A project as the detail endpoint and the project page read it: the project document joined with its compositions. */
 

@@ -4,9 +4,9 @@ import type { BlobStore } from '../../lib/ports/blob-store';
 import type { StoredEvent } from '../../lib/ports/event-store';
 import type { ReadStore } from '../../lib/ports/read-store';
 import type { SearchEntry, SearchIndex, SearchMediaType } from '../../lib/ports/search-index';
-import { COMPOSITIONS } from './models/compositions';
-import { FOLDERS } from './models/folders';
-import { PROJECTS, type ProjectDoc, type ProjectMediaEntry } from './models/projects';
+import { COMPOSITIONS } from '../../lib/read-models/compositions';
+import { FOLDERS } from '../../lib/read-models/folders';
+import { PROJECTS, type ProjectDoc, type ProjectMediaEntry } from '../../lib/read-models/projects';
 
 /**
  * Keeps the SearchIndex in step with the read models: after the projector has applied an event,

@@ -3,8 +3,8 @@ import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
 import type { Doc, ReadStore } from '../../lib/ports/read-store';
 import type { SearchField, SearchHit, SearchIndex, SearchSort, SearchType } from '../../lib/ports/search-index';
-import { COMPOSITIONS } from './models/compositions';
-import { FOLDERS } from './models/folders';
+import { COMPOSITIONS } from '../../lib/read-models/compositions';
+import { FOLDERS } from '../../lib/read-models/folders';
 
 /** GET /search: the drive's projects, folders, media, compositions and transcripts, through the SearchIndex port. */
 

@@ -13,8 +13,8 @@ import type { EventLog, LogSubscription } from '../../lib/ports/event-log';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { OutboundFetcher } from '../../lib/ports/outbound';
 import type { ReadStore } from '../../lib/ports/read-store';
-import { evolveJobDoc, renderJob } from '../query-api/jobs-projection';
-import { DELIVERIES } from '../query-api/models/deliveries';
+import { evolveJobDoc, renderJob } from '../../lib/read-models/jobs';
+import { DELIVERIES } from '../../lib/read-models/deliveries';
 
 /**
  * The webhook dispatcher (DESIGN §3 Webhooks). A consumer of the log schedules a delivery when a

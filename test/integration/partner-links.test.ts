@@ -15,7 +15,7 @@ import { streams } from '../../lib/domain/ids';
 import { IMPORT_LINK_TTL_MS, importLinkDecider, type ImportLinkUsed } from '../../lib/domain/import-link';
 import type { ProjectCreated } from '../../lib/domain/project';
 import { errorHandler, notFoundFallback, requestContext } from '../../lib/http/middleware';
-import { PROJECTS, type ProjectDoc } from '../../services/query-api/models/projects';
+import { PROJECTS, type ProjectDoc } from '../../lib/read-models/projects';
 import { createWebRoutes } from '../../services/query-api/web/routes';
 import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
 import { makeTestMedia } from '../fixtures/media';

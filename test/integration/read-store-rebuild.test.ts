@@ -8,7 +8,7 @@ import { createEmbeddedEventLog } from '../../lib/adapters/embedded/event-log';
 import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
 import { createSqliteReadStore } from '../../lib/adapters/embedded/read-store';
 import { startProjector } from '../../services/query-api/projector';
-import { JOBS } from '../../services/query-api/jobs-projection';
+import { JOBS } from '../../lib/read-models/jobs';
 import { waitFor } from '../fixtures/wait';
 
 /** An emptied or replaced read.sqlite: the projector's checkpoint lives with the events, not with it. */

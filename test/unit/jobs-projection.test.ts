@@ -4,7 +4,7 @@ import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store'
 import { createSqliteReadStore } from '../../lib/adapters/embedded/read-store';
 import { applyToDocument, foldDocument } from '../../lib/app/projection';
 import type { StoredEvent } from '../../lib/ports/event-store';
-import { evolveJobDoc, JOBS, renderJob } from '../../services/query-api/jobs-projection';
+import { evolveJobDoc, JOBS, renderJob } from '../../lib/read-models/jobs';
 
 const JOB = 'project-media-import-8c1f2a52-3b1e-4c55-9f2e-1d1b3b1c9a10';
 let revision = 0;

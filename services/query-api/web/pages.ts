@@ -1,6 +1,6 @@
 import type { Principal } from '../../../lib/app/tenancy';
 import type { Word } from '../../../lib/domain/edl';
-import type { ProjectMediaEntry } from '../models/projects';
+import type { ProjectMediaEntry } from '../../../lib/read-models/projects';
 import type { CompositionView, ProjectView } from '../project-view';
 import { formatSeconds, formatTimestamp, html, layout, type Html } from './html';
 import { paragraphs } from './transcript';

@@ -1,8 +1,8 @@
-import type { ReadModel } from '../../../lib/app/read-models';
-import type { FolderEvent } from '../../../lib/domain/folder';
-import { streamCategory } from '../../../lib/domain/ids';
-import type { StoredEvent } from '../../../lib/ports/event-store';
-import type { Doc } from '../../../lib/ports/read-store';
+import type { ReadModel } from '../app/read-models';
+import type { FolderEvent } from '../domain/folder';
+import { streamCategory } from '../domain/ids';
+import type { StoredEvent } from '../ports/event-store';
+import type { Doc } from '../ports/read-store';
 
 /** The `folders` read model: each folder of a drive with its path and the folder it sits in. */
 

@@ -1,10 +1,10 @@
-import { lastUploadExpiry } from '../../lib/domain/import';
-import type { ReadModel } from '../../lib/app/read-models';
-import { streamCategory } from '../../lib/domain/ids';
-import type { JobEvent } from '../../lib/domain/job';
-import { ignoreUnknown } from '../../lib/domain/errors';
-import type { StoredEvent } from '../../lib/ports/event-store';
-import type { Doc } from '../../lib/ports/read-store';
+import { lastUploadExpiry } from '../domain/import';
+import type { ReadModel } from '../app/read-models';
+import { streamCategory } from '../domain/ids';
+import type { JobEvent } from '../domain/job';
+import { ignoreUnknown } from '../domain/errors';
+import type { StoredEvent } from '../ports/event-store';
+import type { Doc } from '../ports/read-store';
 
 /**
  * The `jobs` read model: one document per job, shaped as the Job resource, plus `_id`, `_rev`

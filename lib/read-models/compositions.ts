@@ -1,9 +1,9 @@
-import type { ReadModel } from '../../../lib/app/read-models';
-import { evolveComposition, type CompositionEvent, type CompositionState } from '../../../lib/domain/composition';
-import { compositionDuration } from '../../../lib/domain/edl';
-import { streamCategory } from '../../../lib/domain/ids';
-import type { StoredEvent } from '../../../lib/ports/event-store';
-import type { Doc } from '../../../lib/ports/read-store';
+import type { ReadModel } from '../app/read-models';
+import { evolveComposition, type CompositionEvent, type CompositionState } from '../domain/composition';
+import { compositionDuration } from '../domain/edl';
+import { streamCategory } from '../domain/ids';
+import type { StoredEvent } from '../ports/event-store';
+import type { Doc } from '../ports/read-store';
 
 /**
  * The `compositions` read model: each composition as it is now (clips, markers, name, size) with

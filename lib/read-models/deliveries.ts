@@ -1,8 +1,8 @@
-import type { ReadModel } from '../../../lib/app/read-models';
-import type { DeliveryEvent } from '../../../lib/domain/delivery';
-import { streamCategory } from '../../../lib/domain/ids';
-import type { StoredEvent } from '../../../lib/ports/event-store';
-import type { Doc } from '../../../lib/ports/read-store';
+import type { ReadModel } from '../app/read-models';
+import type { DeliveryEvent } from '../domain/delivery';
+import { streamCategory } from '../domain/ids';
+import type { StoredEvent } from '../ports/event-store';
+import type { Doc } from '../ports/read-store';
 
 /**
  * The `deliveries` read model: each job's webhook delivery, its state and attempts. The

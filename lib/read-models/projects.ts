@@ -1,8 +1,8 @@
-import type { ReadModel } from '../../../lib/app/read-models';
-import { streamCategory } from '../../../lib/domain/ids';
-import type { ProjectEvent, ProjectPartner } from '../../../lib/domain/project';
-import type { StoredEvent } from '../../../lib/ports/event-store';
-import type { Doc } from '../../../lib/ports/read-store';
+import type { ReadModel } from '../app/read-models';
+import { streamCategory } from '../domain/ids';
+import type { ProjectEvent, ProjectPartner } from '../domain/project';
+import type { StoredEvent } from '../ports/event-store';
+import type { Doc } from '../ports/read-store';
 
 /**
  * The `projects` read model: one document per project, what the list, the detail, search and
