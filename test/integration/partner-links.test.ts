@@ -20,7 +20,7 @@ import { createWebRoutes } from '../../services/query-api/web/routes';
 import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
 import { makeTestMedia } from '../fixtures/media';
 import { waitFor } from '../fixtures/wait';
-import { launchChromium, skipWithoutChromium } from '../fixtures/browser';
+import { launchChromium, listenFirst, skipWithoutChromium } from '../fixtures/browser';
 
 /**
  * Partner import links end to end: a partner drive asks for a link (POST /v1/edit_in_descript/
@@ -389,14 +389,11 @@ describe('partner import links (edit in)', function () {
 
   it('walks through sign-in and Import in headless Chromium, landing on the new project with its media', async function () {
     skipWithoutChromium(this);
-    let server: Server | undefined;
+    const site = await listenFirst();
     const browser = await launchChromium();
     try {
-      // The pages need their own address as WEB_URL (the origin forms are posted from): listen first.
-      server = createServer();
-      await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
-      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      server.on('request', webApp(h, base).callback());
+      const { base } = site;
+      site.handle(webApp(h, base).callback());
 
       const { nonce } = await issueLink([{ uri: files.url('file', 'voice.wav'), name: 'Browser take.wav' }]);
       const page = await browser.newPage();
@@ -429,8 +426,8 @@ describe('partner import links (edit in)', function () {
       assert.ok(!(await page.innerText('body')).includes(projectId));
     } finally {
       await browser.close();
-      server?.closeAllConnections();
-      server?.close();
+      site.server.closeAllConnections();
+      site.server.close();
     }
   });
 });

@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, statSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Koa from 'koa';
@@ -23,7 +21,7 @@ import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
 import { waitFor } from '../fixtures/wait';
-import { launchChromium, skipWithoutChromium } from '../fixtures/browser';
+import { launchChromium, listenFirst, skipWithoutChromium } from '../fixtures/browser';
 
 /**
  * The project page: server-rendered HTML behind a web sign-in (session cookie holding the API
@@ -325,14 +323,11 @@ describe('project page (web sign-in, server-rendered HTML)', function () {
 
   it('walks through sign-in in headless Chromium and shows the project', async function () {
     skipWithoutChromium(this);
-    let server: Server | undefined;
+    const site = await listenFirst();
     const browser = await launchChromium();
     try {
-      // The app needs its own address as WEB_URL (the origin a login may be posted from): listen first.
-      server = createServer();
-      await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
-      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      server.on('request', webApp(h, base).callback());
+      const { base } = site;
+      site.handle(webApp(h, base).callback());
 
       const page = await browser.newPage();
       const violations: string[] = [];
@@ -362,8 +357,8 @@ describe('project page (web sign-in, server-rendered HTML)', function () {
       assert.match(page.url(), /\/login\?next=/, 'signed out: the page asks to sign in again');
     } finally {
       await browser.close();
-      server?.closeAllConnections();
-      server?.close();
+      site.server.closeAllConnections();
+      site.server.close();
     }
   });
 });
