@@ -32,8 +32,9 @@ export async function indexEvent(deps: IndexerDeps, event: StoredEvent): Promise
 /** A page of `$all` (replay): the entries the page touches, each written once, in one upsert. */
 export async function indexPage(deps: IndexerDeps, events: readonly StoredEvent[]): Promise<void> {
   const latest = new Map<string, StoredEvent>();
-  // The last event of each thing in the page: entries are written from the documents, so one is enough.
-  for (const e of events) latest.set(`${e.streamId}\n${e.type}\n${String(e.data.ref ?? e.data.composition_id ?? '')}`, e);
+  // The last event of each thing in the page (a media file, a composition, else the stream's type):
+  // entries are written from the documents, so one is enough, and a transcript is read once.
+  for (const e of events) latest.set(`${e.streamId}\n${String(e.data.ref ?? e.data.composition_id ?? e.type)}`, e);
   const entries = new Map<string, SearchEntry>();
   for (const e of latest.values()) for (const entry of await entriesFor(deps, e)) entries.set(entry.id, entry);
   if (entries.size > 0) await deps.search.upsert([...entries.values()]);
