@@ -22,7 +22,8 @@ import { measureWebhooks } from './webhooks';
  *
  * Environment: BENCH_CONNECTIONS (50), BENCH_WARMUP and BENCH_DURATION (3 and 10 seconds per HTTP
  * figure), BENCH_JOBS (5000 finished jobs seeded for replay), BENCH_LOG_LEVEL (info, as in
- * production), BENCH_PROFILE=1 (then CPU profiles of both services under their load).
+ * production), BENCH_PROFILE=1 (then CPU profiles of both services under their load), BENCH_ONLY
+ * (the phases to run, as letters: `ab` for the HTTP figures alone).
  */
 
 const num = (name: string, fallback: number) => {
@@ -37,6 +38,9 @@ const REPLAY_JOBS = num('BENCH_JOBS', 5000);
 // Production's default level: the access log line per request is part of what a request costs.
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
 const PROFILE = process.env.BENCH_PROFILE === '1';
+// BENCH_ONLY=ab runs (a) and (b) only: the HTTP figures, in about a minute, while working on them.
+const ONLY = process.env.BENCH_ONLY;
+const runs = (letter: string) => !ONLY || ONLY.includes(letter);
 
 const GOALS = { postRatio: 0.5, postP99Ms: 50, getRatio: 0.7, replayPerSecond: 50_000 };
 const IMPORT_BODY = JSON.stringify({ project_name: 'Bench', add_media: { 'a.wav': { url: 'https://media.example.com/a.wav' } } });
@@ -134,14 +138,14 @@ async function main() {
     await stop(query);
     await stop(baseline);
 
-    phase(`(c) replay of ${REPLAY_JOBS} seeded jobs (${REPLAY_JOBS * 4} events)`);
-    const replay = await measureReplay(REPLAY_JOBS);
+    if (runs('c')) phase(`(c) replay of ${REPLAY_JOBS} seeded jobs (${REPLAY_JOBS * 4} events)`);
+    const replay = runs('c') ? await measureReplay(REPLAY_JOBS) : undefined;
 
-    phase('(d) search: one drive with 10,000 projects and 1,000 hours of transcripts (embedded SearchIndex)');
-    const search = await measureSearch();
+    if (runs('d')) phase('(d) search: one drive with 10,000 projects and 1,000 hours of transcripts (embedded SearchIndex)');
+    const search = runs('d') ? await measureSearch() : undefined;
 
-    phase('(e) webhook deliveries to a loopback receiver in its own process');
-    const hooks = await measureWebhooks();
+    if (runs('e')) phase('(e) webhook deliveries to a loopback receiver in its own process');
+    const hooks = runs('e') ? await measureWebhooks() : undefined;
 
     const postRatio = accept.requestsPerSecond / barePost.requestsPerSecond;
     const getRatio = jobRead.requestsPerSecond / bareGet.requestsPerSecond;
@@ -150,7 +154,7 @@ async function main() {
       p99: accept.p99Ms <= GOALS.postP99Ms,
       all201: accept.unexpected.size === 0,
       get: getRatio >= GOALS.getRatio && jobRead.unexpected.size === 0,
-      replay: replay.replayPerSecond >= GOALS.replayPerSecond,
+      ...(replay ? { replay: replay.replayPerSecond >= GOALS.replayPerSecond } : {}),
     };
     const ms = (r: LoadResult) => `p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms`;
     console.log(
@@ -183,21 +187,29 @@ async function main() {
         goal: `>= ${GOALS.getRatio}`,
         met: met.get,
       },
-      { figure: '(c) $all read (baseline)', value: rate(replay.readPerSecond, 'events/s') },
-      {
-        figure: '(c) replay into the jobs read model',
-        value: rate(replay.replayPerSecond, 'events/s'),
-        ratio: (replay.replayPerSecond / replay.readPerSecond).toFixed(2),
-        goal: `>= ${rate(GOALS.replayPerSecond, 'ev/s')}`,
-        met: met.replay,
-      },
-      {
-        figure: `(d) search, one word (${search.projects.toLocaleString('en-US')} projects, ${search.hours.toLocaleString('en-US')} h)`,
-        value: `p99 ${search.oneWord.p99} ms`,
-        baseline: `p50 ${search.oneWord.p50} ms`,
-      },
-      { figure: '(d) search, a phrase', value: `p99 ${search.phrase.p99} ms`, baseline: `p50 ${search.phrase.p50} ms` },
-      { figure: `(e) webhook deliveries (${hooks.deliveries})`, value: rate(hooks.perSecond, 'deliveries/s') },
+      ...(replay
+        ? [
+            { figure: '(c) $all read (baseline)', value: rate(replay.readPerSecond, 'events/s') },
+            {
+              figure: '(c) replay into the jobs read model',
+              value: rate(replay.replayPerSecond, 'events/s'),
+              ratio: (replay.replayPerSecond / replay.readPerSecond).toFixed(2),
+              goal: `>= ${rate(GOALS.replayPerSecond, 'ev/s')}`,
+              met: met.replay,
+            },
+          ]
+        : []),
+      ...(search
+        ? [
+            {
+              figure: `(d) search, one word (${search.projects.toLocaleString('en-US')} projects, ${search.hours.toLocaleString('en-US')} h)`,
+              value: `p99 ${search.oneWord.p99} ms`,
+              baseline: `p50 ${search.oneWord.p50} ms`,
+            },
+            { figure: '(d) search, a phrase', value: `p99 ${search.phrase.p99} ms`, baseline: `p50 ${search.phrase.p50} ms` },
+          ]
+        : []),
+      ...(hooks ? [{ figure: `(e) webhook deliveries (${hooks.deliveries})`, value: rate(hooks.perSecond, 'deliveries/s') }] : []),
     ]);
     describeUnexpected('(a) accept', accept);
     describeUnexpected('(b) GET /v1/jobs/{id}', jobRead);
@@ -221,10 +233,10 @@ async function main() {
       post_p99_ms: accept.p99Ms,
       post_non_201: sum(accept.unexpected),
       get_ratio: round(getRatio),
-      replay_events_per_s: replay.replayPerSecond,
-      search_one_word_p99_ms: search.oneWord.p99,
-      search_phrase_p99_ms: search.phrase.p99,
-      webhook_deliveries_per_s: hooks.perSecond,
+      replay_events_per_s: replay?.replayPerSecond,
+      search_one_word_p99_ms: search?.oneWord.p99,
+      search_phrase_p99_ms: search?.phrase.p99,
+      webhook_deliveries_per_s: hooks?.perSecond,
       goals_met: Object.values(met).every(Boolean),
     };
     console.log(`\nsummary: ${JSON.stringify(summary)}`);
