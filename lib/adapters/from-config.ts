@@ -11,7 +11,7 @@ import { EVENT_SCHEMA_DIR } from '../paths';
 import type { DeadLetterStore } from '../ports/dead-letters';
 import type { EventLog, LogProducer } from '../ports/event-log';
 import type { EventStore } from '../ports/event-store';
-import type { ReadStore } from '../ports/read-store';
+import type { ReadQueries, ReadStore } from '../ports/read-store';
 import type { SearchIndex } from '../ports/search-index';
 import { createSqliteDeadLetterStore } from './embedded/dead-letters';
 import { createEmbeddedEventLog } from './embedded/event-log';
@@ -99,21 +99,26 @@ export async function openLogProducer(config: Config, logger: Logger): Promise<L
   return createKafkaProducer({ kafka, topic: config.kafka!.topic, codec: createAvroCodec({ schemaDir: EVENT_SCHEMA_DIR }), logger });
 }
 
-/** The query side's stores: the read models and the search index, in MongoDB or in SQLite files. */
-export type ReadSide = { read: ReadStore; search: SearchIndex; mongo?: MongoClient; close(): Promise<void> };
+/**
+ * The query side's stores: the read models and the search index, in MongoDB or in SQLite files.
+ * `queries` is what the APIs answer from: in SQLite a snapshot at most 20 ms old (see
+ * `snapshotQueries`), in MongoDB the store itself.
+ */
+export type ReadSide = { read: ReadStore; queries: ReadQueries; search: SearchIndex; mongo?: MongoClient; close(): Promise<void> };
 
 export async function openReadStore(config: Config): Promise<ReadSide> {
   if (config.mongoUrl) {
     const mongo = await MongoClient.connect(config.mongoUrl);
     const read = createMongoReadStore(mongo.db());
     const search = await createMongoSearchIndex(mongo.db());
-    return { read, search, mongo, close: () => mongo.close() };
+    return { read, queries: read, search, mongo, close: () => mongo.close() };
   }
   mkdirSync(config.dataDir, { recursive: true });
   const read = createSqliteReadStore({ path: join(config.dataDir, 'read.sqlite') });
   const search = createSqliteSearchIndex({ path: join(config.dataDir, 'search.sqlite') });
   return {
     read,
+    queries: read.snapshotQueries(),
     search,
     async close() {
       await search.close();

@@ -2,7 +2,7 @@ import { streams } from '../domain/ids';
 import type { MediaSecondsCharged } from '../domain/job';
 import { mediaSecondsAllowance } from '../domain/tenancy';
 import type { EventStore } from '../ports/event-store';
-import type { ReadStore } from '../ports/read-store';
+import type { ReadQueries } from '../ports/read-store';
 import { loadState } from './command-handler';
 import { driveDecider } from './deciders';
 import type { ReadModel } from './read-models';
@@ -44,7 +44,7 @@ export interface BalanceReader {
   leftOf(driveId: string, allowance: number | null): Promise<number | null>;
 }
 
-export function createBalanceReader(deps: { store: EventStore; read: ReadStore }): BalanceReader {
+export function createBalanceReader(deps: { store: EventStore; read: ReadQueries }): BalanceReader {
   return {
     async leftOf(driveId, allowance) {
       if (allowance === null) return null;

@@ -1,19 +1,38 @@
 import Router from '@koa/router';
 import Koa from 'koa';
+import type { RequestListener } from 'node:http';
 import type { Logger } from 'pino';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Authenticate } from '../app/tenancy';
 import { AppError } from '../domain/errors';
 import type { Metrics } from '../observability/metrics';
+import { expressLane, mountLaneRoutes, type LaneRoute } from './express-lane';
 import { authenticate, rateLimit } from './guards';
 import { errorHandler, jsonBody, notFoundFallback, observeDuration, requestContext } from './middleware';
 
 /**
  * The pipeline both APIs share, in this order: request duration metric, request id and access
  * log, error mapping, the unauthenticated operator endpoints (/healthz, /readyz, /metrics),
- * token, rate limit, JSON body (size-limited), the API's routes under /v1, then 404.
- * `createApiApp` never listens (STYLE §6).
+ * token, rate limit, JSON body (size-limited), the API's routes under /v1, then 404. The hottest
+ * routes (`lane`) are served ahead of Koa by the express lane, through the same steps, when a
+ * request is in the plain shape (see express-lane.ts). `createApiApp` never listens (STYLE §6).
  */
+
+/** What a server needs of an app: its request listener (a Koa app is one too). */
+export type HttpApp = { callback(): RequestListener };
+
+export type ApiRoutes = {
+  /** The hottest routes: served by the express lane, and mounted under /v1 for every other request. */
+  lane?: readonly LaneRoute[];
+  /** The API's other routes under /v1, behind the guards. */
+  mount?: (v1: Router) => void;
+  /**
+   * Routes that bring their own credentials and bodies (signed upload URLs, the web pages with
+   * their session cookie): they take no token, no rate limit and no JSON body, and run before
+   * the /v1 guards.
+   */
+  outside?: readonly Router[];
+};
 
 export type ApiAppDeps = {
   logger: Logger;
@@ -29,12 +48,13 @@ export type ApiAppDeps = {
 /** A readiness check that hangs is a failed one; answering late would only stack probes up. */
 const READY_TIMEOUT_MS = 2_000;
 
-/**
- * `outside`: routes that bring their own credentials and bodies (signed upload URLs, the web
- * pages with their session cookie): they take no token, no rate limit and no JSON body, and run
- * before the /v1 guards.
- */
-export function createApiApp(deps: ApiAppDeps, mount: (v1: Router) => void, outside: readonly Router[] = []): Koa {
+export function createApiApp(deps: ApiAppDeps, routes: ApiRoutes): HttpApp {
+  const koa = createKoaApp(deps, routes);
+  const lane = routes.lane ?? [];
+  return { callback: () => expressLane(deps, lane, koa.callback()) };
+}
+
+function createKoaApp(deps: ApiAppDeps, { lane = [], mount, outside = [] }: ApiRoutes): Koa {
   const app = new Koa();
   app.proxy = true;
   app.silent = true;
@@ -45,7 +65,8 @@ export function createApiApp(deps: ApiAppDeps, mount: (v1: Router) => void, outs
   // One router layer rather than three: the router matches each layer's path again and builds
   // its params on every request.
   v1.use((ctx, next) => auth(ctx, () => limit(ctx, () => body(ctx, next))));
-  mount(v1);
+  mountLaneRoutes(v1, lane);
+  mount?.(v1);
 
   if (deps.metrics) app.use(observeDuration(deps.metrics.httpRequestDuration));
   app.use(requestContext(deps.logger));

@@ -1,5 +1,5 @@
 import { invalidInput } from '../domain/errors';
-import type { Condition, Doc, Filter, FindOptions, ReadStore } from '../ports/read-store';
+import type { Condition, Doc, Filter, FindOptions, ReadQueries } from '../ports/read-store';
 
 /**
  * Keyset pagination over (sort field, _id): a cursor is the position of the last item of a page,
@@ -58,7 +58,7 @@ export function afterCursor(base: Readonly<Record<string, Condition>>, field: st
  * `cursor`; `next_cursor` is absent on the last page.
  */
 export async function findPage(
-  read: ReadStore,
+  read: ReadQueries,
   collection: string,
   base: Readonly<Record<string, Condition>>,
   page: { sort: string; field?: string; direction: Direction; limit: number; cursor?: string },

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type Koa from 'koa';
+import type { HttpApp } from './app';
 
 /**
  * The web pages' forms: sign-in and sign-out change only the browser's cookie; the partner
@@ -12,7 +12,7 @@ const QUERY_SIDE_POSTS = new Set(['/login', '/logout', '/import']);
  * One port for both APIs, as the distributed gateway does it: reads (GET, HEAD) and the web
  * pages' forms go to the query API, everything else to the command API.
  */
-export function routeByMethod(command: Koa, query: Koa) {
+export function routeByMethod(command: HttpApp, query: HttpApp) {
   const toCommand = command.callback();
   const toQuery = query.callback();
   return (req: IncomingMessage, res: ServerResponse) => {

@@ -1,6 +1,6 @@
 import type { Context, Next } from 'koa';
 import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
-import { AppError } from '../domain/errors';
+import { AppErrorWithHeaders } from './middleware';
 import type { Authenticate } from '../app/tenancy';
 
 /** Every /v1 route needs a valid token; the principal lands on `ctx.state.auth`. */
@@ -11,27 +11,30 @@ export const authenticate = (auth: Authenticate) => async (ctx: Context, next: N
 
 /**
  * Per-token rate limit over a fixed one-minute window (rate-limiter-flexible: in memory for one
- * process, MongoDB-backed when the APIs run as several replicas).
+ * process, MongoDB-backed when the APIs run as several replicas). Resolves to the headers that
+ * say what is left; over the limit, throws a 429 carrying them and Retry-After.
  */
-export const rateLimit = (limiter: RateLimiterAbstract) => {
+export async function consumeRateLimit(limiter: RateLimiterAbstract, tokenId: string): Promise<Record<string, string>> {
   const limit = String(limiter.points);
-  const setHeaders = (ctx: Context, r: RateLimiterRes) => {
-    ctx.set('X-RateLimit-Limit', limit);
-    ctx.set('X-RateLimit-Remaining', String(Math.max(0, r.remainingPoints)));
-    ctx.set('X-RateLimit-Consumed', String(r.consumedPoints));
-  };
-  return async (ctx: Context, next: Next) => {
-    let res: RateLimiterRes;
-    try {
-      res = await limiter.consume(ctx.state.auth.tokenId);
-    } catch (rejection) {
-      if (rejection instanceof Error) throw rejection; // the limiter's store failed: not a 429
-      const r = rejection as RateLimiterRes;
-      setHeaders(ctx, r);
-      ctx.set('Retry-After', String(Math.max(1, Math.ceil(r.msBeforeNext / 1000))));
-      throw new AppError('rate_limit_exceeded', `rate limit of ${limit} requests per minute exceeded; retry after the Retry-After seconds`);
-    }
-    setHeaders(ctx, res);
-    await next();
-  };
+  const headers = (r: RateLimiterRes) => ({
+    'X-RateLimit-Limit': limit,
+    'X-RateLimit-Remaining': String(Math.max(0, r.remainingPoints)),
+    'X-RateLimit-Consumed': String(r.consumedPoints),
+  });
+  try {
+    return headers(await limiter.consume(tokenId));
+  } catch (rejection) {
+    if (rejection instanceof Error) throw rejection; // the limiter's store failed: not a 429
+    const r = rejection as RateLimiterRes;
+    throw new AppErrorWithHeaders(
+      'rate_limit_exceeded',
+      `rate limit of ${limit} requests per minute exceeded; retry after the Retry-After seconds`,
+      { ...headers(r), 'Retry-After': String(Math.max(1, Math.ceil(r.msBeforeNext / 1000))) },
+    );
+  }
+}
+
+export const rateLimit = (limiter: RateLimiterAbstract) => async (ctx: Context, next: Next) => {
+  ctx.set(await consumeRateLimit(limiter, ctx.state.auth.tokenId));
+  await next();
 };

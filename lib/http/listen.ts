@@ -1,5 +1,5 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
-import type Koa from 'koa';
+import type { HttpApp } from './app';
 
 /**
  * An HTTP server whose limits, not Node's defaults (60 s for headers, 300 s per request, 2000
@@ -20,7 +20,7 @@ export function createHttpServer(handler: RequestListener): Server {
 }
 
 /** Listens and resolves once bound; `close` stops accepting and waits for open requests. */
-export async function listen(app: Koa, port: number, host?: string): Promise<{ server: Server; close(): Promise<void> }> {
+export async function listen(app: HttpApp, port: number, host?: string): Promise<{ server: Server; close(): Promise<void> }> {
   const server = createHttpServer(app.callback());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

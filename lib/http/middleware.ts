@@ -13,17 +13,29 @@ export type ApiContext = Context & { state: ApiState };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** The caller's `X-Request-Id` when sane (a gateway's), else a new one. */
+export const requestIdOf = (incoming: string | string[] | undefined): string =>
+  typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+
+/** The access line, one per request, through the base logger with the request id as a field. */
+export function accessLog(
+  logger: Logger,
+  r: { requestId: string; method: string; path: string; status: number; started: number; driveId: string | undefined },
+): void {
+  if (!logger.isLevelEnabled('info')) return;
+  const ms = Math.round((performance.now() - r.started) * 10) / 10;
+  logger.info({ request_id: r.requestId, method: r.method, path: r.path, status: r.status, ms, drive_id: r.driveId }, 'request');
+}
+
 /**
- * Request ids: taken from `X-Request-Id` when sane (a gateway's), else made; echoed back and
- * logged. The access line goes through the base logger with the id as a field, and the child
- * logger handlers use is made only when one asks for it: most requests never log anything else,
- * and a pino child costs more than the line itself.
+ * Request ids: taken from `X-Request-Id` when sane, else made; echoed back and logged. The child
+ * logger handlers use is made only when one asks for it: most requests never log anything but
+ * the access line, and a pino child costs more than the line itself.
  */
 export const requestContext =
   (logger: Logger): Middleware =>
   async (ctx, next) => {
-    const incoming = ctx.get('x-request-id');
-    const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    const requestId = requestIdOf(ctx.req.headers['x-request-id']);
     ctx.state.requestId = requestId;
     let child: Logger | undefined;
     Object.defineProperty(ctx.state, 'log', {
@@ -36,11 +48,8 @@ export const requestContext =
     try {
       await next();
     } finally {
-      if (logger.isLevelEnabled('info')) {
-        const ms = Math.round((performance.now() - started) * 10) / 10;
-        const driveId = (ctx.state as Partial<ApiState>).auth?.driveId;
-        logger.info({ request_id: requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms, drive_id: driveId }, 'request');
-      }
+      const driveId = (ctx.state as Partial<ApiState>).auth?.driveId;
+      accessLog(logger, { requestId, method: ctx.method, path: ctx.path, status: ctx.status, started, driveId });
     }
   };
 
@@ -76,15 +85,36 @@ export function routePattern(ctx: Context): string {
   return 'unmatched';
 }
 
-/** Maps errors to the spec's bodies. Anything unexpected is a logged 500 that leaks nothing. */
+/** An AppError that sets response headers too (a 429's Retry-After and rate-limit headers). */
+export class AppErrorWithHeaders extends AppError {
+  constructor(
+    code: AppError['code'],
+    message: string,
+    readonly headers: Readonly<Record<string, string>>,
+  ) {
+    super(code, message);
+  }
+}
+
+/** What an error answers: the spec's body, its status and headers. Anything unexpected is a logged 500 that leaks nothing. */
+export function errorResponse(
+  err: unknown,
+  log: () => Logger,
+): { status: number; body: Record<string, unknown>; headers: Readonly<Record<string, string>> } {
+  const appError = toAppError(err);
+  if (appError.status >= 500) log().error({ err }, 'request failed');
+  return { status: appError.status, body: appError.toBody(), headers: appError instanceof AppErrorWithHeaders ? appError.headers : {} };
+}
+
+/** Maps errors to the spec's bodies (`errorResponse`). */
 export const errorHandler = (): Middleware => async (ctx, next) => {
   try {
     await next();
   } catch (err) {
-    const appError = toAppError(err);
-    if (appError.status >= 500) (ctx.state as Partial<ApiState>).log?.error({ err }, 'request failed');
-    ctx.status = appError.status;
-    ctx.body = appError.toBody();
+    const answer = errorResponse(err, () => (ctx.state as ApiState).log);
+    ctx.set(answer.headers);
+    ctx.status = answer.status;
+    ctx.body = answer.body;
   }
 };
 
@@ -123,8 +153,11 @@ const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH']);
  * (RFC 8259 §8.1: JSON between systems is UTF-8). Decoding failures are the client's: an unknown
  * `Content-Encoding` is 415, a body that is not what its `Content-Encoding` says is 400.
  */
+/** How long a JSON body may take to arrive. */
+export const JSON_READ_TIMEOUT_MS = 60_000;
+
 export function jsonBody(limitBytes: number, options: { readTimeoutMs?: number } = {}): Middleware {
-  const readTimeoutMs = options.readTimeoutMs ?? 60_000;
+  const readTimeoutMs = options.readTimeoutMs ?? JSON_READ_TIMEOUT_MS;
   const parse = bodyParser({
     enableTypes: ['json'],
     jsonLimit: limitBytes,

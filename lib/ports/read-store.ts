@@ -50,18 +50,27 @@ export interface FindOptions {
 
 export type PutOutcome = 'written' | 'stale';
 
-export interface ReadStore {
+/**
+ * The reading half of a store. What the APIs answer from: an adapter may serve it from a
+ * snapshot that trails the store's writes by a few milliseconds (`ReadSide.queries`), as read
+ * models trail the log anyway; whoever reads in order to write (projector, balance checks) reads
+ * the `ReadStore` itself.
+ */
+export interface ReadQueries {
   get(collection: string, id: string): Promise<Doc | null>;
   find(collection: string, filter: Filter, options?: FindOptions): Promise<Doc[]>;
   /** The documents among `ids` that exist, in no particular order. */
   getMany(collection: string, ids: readonly string[]): Promise<Doc[]>;
+  /** The sum of the numeric `field` over the documents matching `filter` (0 when none). */
+  sum(collection: string, filter: Filter, field: string): Promise<number>;
+}
+
+export interface ReadStore extends ReadQueries {
   /**
    * Several compare-and-set writes as `put` does them, in one transaction where the engine has
    * them (replay writes a page of documents at once); outcomes in the order given.
    */
   putMany(collection: string, writes: readonly { readonly doc: Doc; readonly expectedRev: number | null }[]): Promise<PutOutcome[]>;
-  /** The sum of the numeric `field` over the documents matching `filter` (0 when none). */
-  sum(collection: string, filter: Filter, field: string): Promise<number>;
   /**
    * Writes `doc` only when the stored document's `_rev` equals `expectedRev`
    * (`null`: no document may exist). Otherwise returns `stale` and changes nothing.

@@ -1,7 +1,7 @@
-import type Koa from 'koa';
 import { isJobId } from '../../lib/domain/ids';
 import { notFound } from '../../lib/domain/errors';
-import { createApiApp, type ApiAppDeps } from '../../lib/http/app';
+import { createApiApp, type ApiAppDeps, type HttpApp } from '../../lib/http/app';
+import type { LaneRoute } from '../../lib/http/express-lane';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
 import { acceptImport, type ImportDeps, type ImportRequest } from '../../lib/app/import';
@@ -12,20 +12,21 @@ import { createUploadRoutes, type UploadRouteDeps } from './uploads';
 export type CommandApiDeps = ApiAppDeps & ImportDeps & { schemas: SchemaRegistry; uploads?: UploadRouteDeps };
 
 /** The write side: every route turns a request into a command on the event store. */
-export function createApp(deps: CommandApiDeps): Koa {
+export function createApp(deps: CommandApiDeps): HttpApp {
   const signed = deps.uploads ? [createUploadRoutes(deps.uploads)] : [];
-  return createApiApp(
-    deps,
-    (v1) => {
-      v1.post('/jobs/import/project_media', async (ctx) => {
-        const c = ctx as unknown as ApiContext;
-        deps.schemas.assertBody('import-request', c.request.body ?? {});
-        const response = await acceptImport(deps, c.state.auth, c.request.body as ImportRequest, c.state.requestId);
-        c.state.log.info({ job_id: response.job_id, project_id: response.project_id }, 'import accepted');
-        ctx.status = 201;
-        ctx.body = response;
-      });
-
+  const accept: LaneRoute = {
+    method: 'POST',
+    path: '/jobs/import/project_media',
+    async handle({ auth, body, requestId, log }) {
+      deps.schemas.assertBody('import-request', body);
+      const response = await acceptImport(deps, auth, body as ImportRequest, requestId);
+      log.info({ job_id: response.job_id, project_id: response.project_id }, 'import accepted');
+      return { status: 201, body: response };
+    },
+  };
+  return createApiApp(deps, {
+    lane: [accept],
+    mount: (v1) => {
       v1.delete('/jobs/:job_id', async (ctx) => {
         const c = ctx as unknown as ApiContext;
         const jobId = ctx.params.job_id;
@@ -48,6 +49,6 @@ export function createApp(deps: CommandApiDeps): Koa {
 
       mountPartner(v1, deps);
     },
-    signed,
-  );
+    outside: signed,
+  });
 }

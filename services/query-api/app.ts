@@ -1,12 +1,12 @@
-import type Koa from 'koa';
 import { createBalanceReader } from '../../lib/app/balance';
 import { foldDocument } from '../../lib/app/projection';
 import { forbidden, notFound } from '../../lib/domain/errors';
 import { isJobId, streams } from '../../lib/domain/ids';
 import type { Clock, Ids } from '../../lib/ports/clock';
 import type { EventStore } from '../../lib/ports/event-store';
-import type { Condition, Doc, ReadStore } from '../../lib/ports/read-store';
-import { createApiApp, type ApiAppDeps } from '../../lib/http/app';
+import type { Condition, Doc, ReadQueries } from '../../lib/ports/read-store';
+import { createApiApp, type ApiAppDeps, type HttpApp } from '../../lib/http/app';
+import type { LaneRoute } from '../../lib/http/express-lane';
 import { findPage } from '../../lib/http/cursor';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
@@ -19,7 +19,8 @@ import type { BlobStore } from '../../lib/ports/blob-store';
 import type { SearchIndex } from '../../lib/ports/search-index';
 
 export type QueryApiDeps = ApiAppDeps & {
-  read: ReadStore;
+  /** What the API answers from (`ReadSide.queries`). */
+  read: ReadQueries;
   store: EventStore;
   schemas: SchemaRegistry;
   clock: Clock;
@@ -35,7 +36,7 @@ export type QueryApiDeps = ApiAppDeps & {
 export const API_VERSION = '1.2';
 
 /** The read side: answers from the read models. */
-export function createApp(deps: QueryApiDeps): Koa {
+export function createApp(deps: QueryApiDeps): HttpApp {
   const web = createWebRoutes({
     authenticate: deps.authenticate,
     read: deps.read,
@@ -51,21 +52,23 @@ export function createApp(deps: QueryApiDeps): Koa {
       balance: createBalanceReader({ store: deps.store, read: deps.read }),
     },
   });
-  return createApiApp(
-    deps,
-    (v1) => {
+  const job: LaneRoute = {
+    method: 'GET',
+    path: '/jobs/:job_id',
+    async handle({ auth, params }) {
+      const jobId = params.job_id;
+      const doc = isJobId(jobId) ? await readJob(deps, jobId) : null;
+      if (!doc) throw notFound(`job ${jobId} does not exist`);
+      if (doc.drive_id !== auth.driveId) throw forbidden(`job ${jobId} belongs to another drive`);
+      return { status: 200, body: renderJob(doc) };
+    },
+  };
+  return createApiApp(deps, {
+    lane: [job],
+    mount: (v1) => {
       v1.get('/status', (ctx) => {
         const { auth } = (ctx as unknown as ApiContext).state;
         ctx.body = { drive_id: auth.driveId, drive_name: auth.driveName, api_version: API_VERSION };
-      });
-
-      v1.get('/jobs/:job_id', async (ctx) => {
-        const { auth } = (ctx as unknown as ApiContext).state;
-        const jobId = ctx.params.job_id;
-        const doc = isJobId(jobId) ? await readJob(deps, jobId) : null;
-        if (!doc) throw notFound(`job ${jobId} does not exist`);
-        if (doc.drive_id !== auth.driveId) throw forbidden(`job ${jobId} belongs to another drive`);
-        ctx.body = renderJob(doc);
       });
 
       v1.get('/jobs', async (ctx) => {
@@ -90,8 +93,8 @@ export function createApp(deps: QueryApiDeps): Koa {
       mountSearch(v1, deps);
       mountDeliveries(v1, deps);
     },
-    [web],
-  );
+    outside: [web],
+  });
 }
 
 /**

@@ -2,12 +2,12 @@ import type Router from '@koa/router';
 import { forbidden, notFound } from '../../lib/domain/errors';
 import { isJobId } from '../../lib/domain/ids';
 import type { ApiContext } from '../../lib/http/middleware';
-import type { ReadStore } from '../../lib/ports/read-store';
+import type { ReadQueries } from '../../lib/ports/read-store';
 import { JOBS } from '../../lib/read-models/jobs';
 import { DELIVERIES, type DeliveryAttemptView } from '../../lib/read-models/deliveries';
 
 /** GET /jobs/{job_id}/deliveries (an extension of the spec): the webhook attempts of a job. */
-export function mountDeliveries(v1: Router, deps: { read: ReadStore }): void {
+export function mountDeliveries(v1: Router, deps: { read: ReadQueries }): void {
   v1.get('/jobs/:job_id/deliveries', async (ctx) => {
     const { auth } = (ctx as unknown as ApiContext).state;
     const jobId = ctx.params.job_id;

@@ -10,7 +10,7 @@ export const queryDeps = (
   readSide: ReadSide,
   store: EventStore,
 ): Pick<QueryApiDeps, 'read' | 'search' | 'blobs' | 'webUrl' | 'urlRefusal' | 'store' | 'clock' | 'ids'> => ({
-  read: readSide.read,
+  read: readSide.queries,
   search: readSide.search,
   blobs: openBlobStore(config),
   webUrl: config.webUrl,

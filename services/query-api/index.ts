@@ -1,4 +1,5 @@
 import type { EventLog } from '../../lib/ports/event-log';
+import type { ReadStore } from '../../lib/ports/read-store';
 import { listen } from '../../lib/http/listen';
 import { createApp, type QueryApiDeps } from './app';
 import { startProjector } from './projector';
@@ -10,8 +11,15 @@ export type { QueryApiDeps };
  * Starts the query API on `port` and, beside it, the projector that keeps its read models
  * current (replicas share the work through the `projections` consumer group).
  */
-export async function start(deps: QueryApiDeps & { port: number; log: EventLog; onFatal?: (err: Error) => void }) {
-  const projector = await startProjector({ ...deps, search: { index: deps.search, blobs: deps.blobs } });
+export async function start(
+  deps: QueryApiDeps & {
+    port: number;
+    log: EventLog;
+    onFatal?: (err: Error) => void;
+    /** The read models the projector writes. */ models: ReadStore;
+  },
+) {
+  const projector = await startProjector({ ...deps, read: deps.models, search: { index: deps.search, blobs: deps.blobs } });
   const ready = async () => {
     await deps.ready?.();
     if (!projector.status().running) throw new Error('the projector stopped consuming');

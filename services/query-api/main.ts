@@ -17,6 +17,7 @@ runService('query-api', async (config, logger) => {
     metrics,
     port: config.port,
     ...queryDeps(config, readSide, store),
+    models: readSide.read,
     log,
     onFatal: exitOnFatal(logger),
   });

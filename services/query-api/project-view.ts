@@ -6,7 +6,7 @@ import { isUuid, streams } from '../../lib/domain/ids';
 import { foldDocument } from '../../lib/app/projection';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { BlobStore } from '../../lib/ports/blob-store';
-import type { Doc, ReadStore } from '../../lib/ports/read-store';
+import type { Doc, ReadQueries } from '../../lib/ports/read-store';
 import { JOBS, renderJob } from '../../lib/read-models/jobs';
 import { COMPOSITIONS } from '../../lib/read-models/compositions';
 import { evolveProjectDoc, PROJECTS, type ProjectDoc, type ProjectMediaEntry } from '../../lib/read-models/projects';
@@ -14,7 +14,7 @@ import { evolveProjectDoc, PROJECTS, type ProjectDoc, type ProjectMediaEntry } f
 /** A project as the detail endpoint and the project page read it: the project document joined with its compositions. */
 
 /** With the event store, a project the projection has not reached yet (created a moment ago) is folded from its stream. */
-export type ProjectViewDeps = { read: ReadStore; store?: EventStore };
+export type ProjectViewDeps = { read: ReadQueries; store?: EventStore };
 
 export type CompositionView = {
   readonly id: string;
@@ -117,7 +117,7 @@ export async function compositionWords(blobs: BlobStore, project: ProjectDoc, cl
 }
 
 /** The project's most recent jobs, newest first, as `GET /jobs/{id}` renders them. */
-export async function recentJobs(read: ReadStore, project: ProjectDoc, limit = 10): Promise<Record<string, unknown>[]> {
+export async function recentJobs(read: ReadQueries, project: ProjectDoc, limit = 10): Promise<Record<string, unknown>[]> {
   const docs: Doc[] = await read.find(
     JOBS,
     { drive_id: project.drive_id, project_id: project.id },

@@ -10,14 +10,14 @@ import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
 import type { Clock, Ids } from '../../lib/ports/clock';
 import type { EventStore } from '../../lib/ports/event-store';
-import type { Condition, ReadStore } from '../../lib/ports/read-store';
+import type { Condition, ReadQueries } from '../../lib/ports/read-store';
 import { PROJECTS, type ProjectDoc } from '../../lib/read-models/projects';
 import { loadProjectView, renderProjectDetail } from './project-view';
 
 /** GET /projects and GET /projects/{project_id}, from the `projects` and `compositions` read models. */
 
 export type ProjectsDeps = {
-  read: ReadStore;
+  read: ReadQueries;
   store: EventStore;
   schemas: SchemaRegistry;
   clock: Clock;

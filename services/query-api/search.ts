@@ -1,14 +1,14 @@
 import type Router from '@koa/router';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
-import type { Doc, ReadStore } from '../../lib/ports/read-store';
+import type { Doc, ReadQueries } from '../../lib/ports/read-store';
 import type { SearchField, SearchHit, SearchIndex, SearchSort, SearchType } from '../../lib/ports/search-index';
 import { COMPOSITIONS } from '../../lib/read-models/compositions';
 import { FOLDERS } from '../../lib/read-models/folders';
 
 /** GET /search: the drive's projects, folders, media, compositions and transcripts, through the SearchIndex port. */
 
-export type SearchDeps = { read: ReadStore; search: SearchIndex; schemas: SchemaRegistry };
+export type SearchDeps = { read: ReadQueries; search: SearchIndex; schemas: SchemaRegistry };
 
 export function mountSearch(v1: Router, deps: SearchDeps): void {
   v1.get('/search', async (ctx) => {
@@ -30,7 +30,7 @@ export function mountSearch(v1: Router, deps: SearchDeps): void {
 }
 
 /** Hits in the shapes of DESIGN §3; a transcript hit names the composition that plays the words. */
-async function render(read: ReadStore, hits: readonly SearchHit[]): Promise<Record<string, unknown>[]> {
+async function render(read: ReadQueries, hits: readonly SearchHit[]): Promise<Record<string, unknown>[]> {
   const folderIds = hits.filter((h) => h.entry.kind === 'project_folder').map((h) => h.entry.id.slice('folder:'.length));
   const folders = new Map((folderIds.length ? await read.getMany(FOLDERS, folderIds) : []).map((d) => [d._id, d]));
   const compositionsOf = new Map<string, Promise<Doc[]>>();

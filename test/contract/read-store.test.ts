@@ -116,3 +116,46 @@ describe('ReadStore: embedded, its write-ahead log', () => {
     }
   });
 });
+
+describe('ReadStore: embedded, the API’s snapshot reads', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'read-store-snapshot-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('reads this process’s writes at once and another’s soon after, and never keeps the WAL from being copied back', async () => {
+    const path = join(dir, 'read.sqlite');
+    const store = createSqliteReadStore({ path, idleCheckpointMs: 50 });
+    const other = createSqliteReadStore({ path }); // another process's connection, as the replay CLI's
+    const view = store.snapshotQueries(30);
+    try {
+      await store.put('jobs', { _id: 'a', _rev: 1, state: 'queued' }, null);
+      assert.equal((await view.get('jobs', 'a'))?.state, 'queued');
+      await store.put('jobs', { _id: 'a', _rev: 2, state: 'running' }, 1);
+      assert.equal((await view.get('jobs', 'a'))?.state, 'running', 'a write of this process is read at once');
+
+      await other.put('jobs', { _id: 'b', _rev: 1, state: 'queued' }, null);
+      await waitFor(async () => (await view.get('jobs', 'b'))?.state === 'queued', { what: 'the other connection’s write' });
+      assert.deepEqual(
+        (await view.find('jobs', {}, { sort: [['state', 1]] })).map((d) => d._id),
+        ['b', 'a'],
+      );
+      assert.equal(await view.sum('jobs', {}, '_rev'), 3);
+
+      // Reads keep coming, and the snapshot still ends within its lag: the checkpoint completes.
+      const reading = setInterval(() => void view.get('jobs', 'a'), 5);
+      try {
+        await store.putMany(
+          'jobs',
+          Array.from({ length: 300 }, (_, i) => ({ doc: { _id: `j${i}`, _rev: 1, x: 'y'.repeat(300) }, expectedRev: null })),
+        );
+        const wal = () => readFileSync(`${path}-shm`).subarray(0, 100);
+        await waitFor(() => wal().readUInt32LE(96) === wal().readUInt32LE(16), { timeoutMs: 5000, what: 'the WAL to be copied back' });
+      } finally {
+        clearInterval(reading);
+      }
+    } finally {
+      await other.close();
+      await store.close();
+    }
+  });
+});

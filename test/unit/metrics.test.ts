@@ -24,14 +24,16 @@ function appWith(metrics: Metrics) {
       maxRequestBytes: 1024,
       metrics,
     },
-    (v1) => {
-      v1.get('/jobs/:job_id', (ctx) => {
-        ctx.body = { job_id: ctx.params.job_id };
-      });
-      v1.post('/jobs/import/project_media', (ctx) => {
-        ctx.status = 201;
-        ctx.body = {};
-      });
+    {
+      mount: (v1) => {
+        v1.get('/jobs/:job_id', (ctx) => {
+          ctx.body = { job_id: ctx.params.job_id };
+        });
+        v1.post('/jobs/import/project_media', (ctx) => {
+          ctx.status = 201;
+          ctx.body = {};
+        });
+      },
     },
   );
   return supertest(app.callback());

@@ -7,7 +7,7 @@ import { AppError, forbidden, notFound } from '../../../lib/domain/errors';
 import { isUuid } from '../../../lib/domain/ids';
 import type { ApiState } from '../../../lib/http/middleware';
 import type { BlobStore } from '../../../lib/ports/blob-store';
-import type { ReadStore } from '../../../lib/ports/read-store';
+import type { ReadQueries } from '../../../lib/ports/read-store';
 import { compositionWords, loadProjectView, recentJobs, type ProjectView } from '../project-view';
 import { Html } from './html';
 import { mountImportPage, type PageAnswer } from './import-routes';
@@ -25,7 +25,7 @@ import { clearedSessionCookie, isForeignOrigin, readForm, SESSION_COOKIE, safeNe
 
 export type WebRoutesDeps = {
   authenticate: Authenticate;
-  read: ReadStore;
+  read: ReadQueries;
   blobs: BlobStore;
   /** WEB_URL: its origin is the only one a login form may be posted from; `https:` makes the cookie Secure. */
   webUrl: string;
