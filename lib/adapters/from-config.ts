@@ -68,7 +68,8 @@ export function openDeadLetters(config: Config, readSide: ReadSide, logger?: Log
   } else {
     mkdirSync(config.dataDir, { recursive: true });
     const sqlite = createSqliteDeadLetterStore({ path: join(config.dataDir, 'events.sqlite') });
-    store = Object.assign(sqlite, { close: async () => void (await sqlite.close()) });
+    // A copy, not Object.assign onto `sqlite`: its close would then call itself (a stack overflow on every stop).
+    store = { ...sqlite, close: async () => sqlite.close() };
   }
   if (!config.kafka || !logger) return store;
   const copied = withDeadLetterTopic(store, { kafka: kafkaClient(config, logger), topic: deadLetterTopicOf(config.kafka.topic), logger });
