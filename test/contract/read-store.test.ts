@@ -135,11 +135,17 @@ describe('ReadStore: embedded, the API’s snapshot reads', () => {
 
       await other.put('jobs', { _id: 'b', _rev: 1, state: 'queued' }, null);
       await waitFor(async () => (await view.get('jobs', 'b'))?.state === 'queued', { what: 'the other connection’s write' });
+      // A document read before (and kept by the view) is read again once another connection changes it.
+      await other.put('jobs', { _id: 'a', _rev: 3, state: 'done' }, 2);
+      await waitFor(async () => (await view.get('jobs', 'a'))?.state === 'done', { what: 'the other connection’s update' });
+      const copy = await view.get('jobs', 'a');
+      copy!.state = 'changed by a caller';
+      assert.equal((await view.get('jobs', 'a'))?.state, 'done', 'each caller gets a document of its own');
       assert.deepEqual(
         (await view.find('jobs', {}, { sort: [['state', 1]] })).map((d) => d._id),
-        ['b', 'a'],
+        ['a', 'b'],
       );
-      assert.equal(await view.sum('jobs', {}, '_rev'), 3);
+      assert.equal(await view.sum('jobs', {}, '_rev'), 4);
 
       // Reads keep coming, and the snapshot still ends within its lag: the checkpoint completes.
       const reading = setInterval(() => void view.get('jobs', 'a'), 5);
