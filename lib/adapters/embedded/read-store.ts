@@ -142,7 +142,8 @@ export interface SqliteReadStore extends ReadStore {
   probeWritable(): Promise<void>;
   /**
    * The API's reads, from a snapshot of at most `maxLagMs` (see `snapshotQueriesOn`), with the
-   * documents read by id kept while nothing changes (64 MiB at most); the same view on every call. A `:memory:` store has no second connection: its own queries.
+   * documents read by id kept while nothing changes (about 64 MiB of JSON text at most); the same
+   * view on every call. A `:memory:` store has no second connection: its own queries.
    */
   snapshotQueries(maxLagMs?: number): ReadQueries;
 }
@@ -208,7 +209,8 @@ function snapshotQueriesOn(db: Database.Database, options: { maxLagMs: number; m
   const selectText = db.prepare<[string, string], string>('SELECT doc FROM docs WHERE collection = ? AND id = ?').pluck();
   const texts = new LRUCache<string, string>({
     maxSize: options.memoBytes,
-    sizeCalculation: (text, key) => 2 * (text.length + key.length),
+    // Characters, a byte each for the ASCII JSON of the read models.
+    sizeCalculation: (text, key) => text.length + key.length,
   });
   let version: number | undefined;
   let began = -1;
