@@ -6,7 +6,7 @@ import type { Principal } from '../app/tenancy';
 import { AppError } from '../domain/errors';
 import type { ApiAppDeps } from './app';
 import { consumeRateLimit } from './guards';
-import { accessLog, JSON_READ_TIMEOUT_MS, type ApiContext, errorResponse, requestIdOf } from './middleware';
+import { accessLogger, JSON_READ_TIMEOUT_MS, type AccessRecord, type ApiContext, errorResponse, requestIdOf } from './middleware';
 
 /**
  * The express lane: the API's hottest routes (accepting an import, reading a job) answered on
@@ -79,6 +79,7 @@ export function expressLane(deps: ApiAppDeps, routes: readonly LaneRoute[], fall
   }));
   if (compiled.length === 0) return fallback;
   const bodyLimit = deps.maxRequestBytes;
+  const accessLog = accessLogger(deps.logger);
 
   function take(req: IncomingMessage): { c: Compiled; params: Record<string, string> } | null {
     const url = req.url ?? '';
@@ -96,7 +97,7 @@ export function expressLane(deps: ApiAppDeps, routes: readonly LaneRoute[], fall
   return (req, res) => {
     const taken = take(req);
     if (!taken) return fallback(req, res);
-    void serve(deps, taken.c, taken.params, req, res);
+    void serve(deps, accessLog, taken.c, taken.params, req, res);
   };
 }
 
@@ -121,7 +122,14 @@ function matchSegments(pattern: readonly string[], parts: readonly string[]): Re
   return params;
 }
 
-async function serve(deps: ApiAppDeps, c: Compiled, params: Record<string, string>, req: IncomingMessage, res: ServerResponse) {
+async function serve(
+  deps: ApiAppDeps,
+  accessLog: (record: AccessRecord) => void,
+  c: Compiled,
+  params: Record<string, string>,
+  req: IncomingMessage,
+  res: ServerResponse,
+) {
   const started = performance.now();
   const requestId = requestIdOf(req.headers['x-request-id']);
   let child: Logger | undefined;
@@ -158,7 +166,7 @@ async function serve(deps: ApiAppDeps, c: Compiled, params: Record<string, strin
   res.writeHead(status, headers);
   res.end(text);
   deps.metrics?.httpRequestDuration.observe({ method: c.route.method, route: c.pattern, status }, (performance.now() - started) / 1000);
-  accessLog(deps.logger, { requestId, method: c.route.method, path: req.url ?? '', status, started, driveId: auth?.driveId });
+  accessLog({ requestId, method: c.route.method, path: req.url ?? '', status, started, driveId: auth?.driveId });
 }
 
 /**

@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { accessLogger } from '../../lib/http/middleware';
+import { waitFor } from '../fixtures/wait';
+
+/** A pino logger as createLogger makes one, writing into `lines`. */
+function loggerInto(lines: string[], level = 'info') {
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(...String(chunk).split('\n').filter(Boolean));
+      done();
+    },
+  });
+  return pino({ level, base: { service: 'query-api' } }, sink);
+}
+
+describe('access log', () => {
+  const record = {
+    requestId: 'req-1',
+    method: 'GET',
+    path: '/v1/jobs/a "quoted" \\ path/ünï',
+    status: 200,
+    started: performance.now(),
+    driveId: 'drive-1',
+  };
+
+  it('writes the line pino would write for the same fields, on one line', async () => {
+    const lines: string[] = [];
+    const logger = loggerInto(lines);
+    const { requestId, method, path, status, driveId } = record;
+    logger.info({ request_id: requestId, method, path, status, ms: 0, drive_id: driveId }, 'request');
+    accessLogger(logger)(record);
+    await waitFor(() => lines.length === 2, { what: 'both lines' });
+    const [pinos, ours] = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    assert.equal(typeof ours.ms, 'number');
+    assert.ok(Math.abs((ours.time as number) - Date.now()) < 5000);
+    assert.deepEqual(Object.keys(ours), Object.keys(pinos), 'the same keys in the same order');
+    assert.deepEqual({ ...ours, time: 0, ms: 0 }, { ...pinos, time: 0, ms: 0 });
+  });
+
+  it('writes the lines of many requests in their order, each once', async () => {
+    const lines: string[] = [];
+    const log = accessLogger(loggerInto(lines));
+    for (let i = 0; i < 500; i++) log({ ...record, requestId: `req-${i}` });
+    await waitFor(() => lines.length >= 500, { what: '500 lines' });
+    await new Promise((r) => setTimeout(r, 30));
+    assert.deepEqual(
+      lines.map((line) => (JSON.parse(line) as { request_id: string }).request_id),
+      Array.from({ length: 500 }, (_, i) => `req-${i}`),
+    );
+  });
+
+  it('leaves drive_id out when the request had no principal, as pino leaves out undefined', async () => {
+    const lines: string[] = [];
+    accessLogger(loggerInto(lines))({ ...record, driveId: undefined });
+    await waitFor(() => lines.length === 1, { what: 'the line' });
+    assert.ok(!('drive_id' in JSON.parse(lines[0])));
+  });
+
+  it('writes nothing above the info level', async () => {
+    const lines: string[] = [];
+    accessLogger(loggerInto(lines, 'warn'))(record);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(lines, []);
+  });
+
+  it('writes what is waiting when the process exits at once', () => {
+    const script = [
+      `const { createLogger } = require(${JSON.stringify(join(__dirname, '../../lib/logger'))});`,
+      `const { accessLogger } = require(${JSON.stringify(join(__dirname, '../../lib/http/middleware'))});`,
+      "const log = accessLogger(createLogger('info', 'exit-test'));",
+      "log({ requestId: 'last-words', method: 'GET', path: '/', status: 200, started: performance.now(), driveId: undefined });",
+      'process.exit(0);',
+    ].join('\n');
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '-e', script], { encoding: 'utf8' });
+    assert.match(out, /"request_id":"last-words"/);
+  });
+});
