@@ -1,5 +1,5 @@
 import { AppError, isRejection, type Rejection } from '../domain/errors';
-import type { EventMetadata, EventStore, NewEvent, StoredEvent } from '../ports/event-store';
+import type { AppendResult, EventMetadata, EventStore, NewEvent, StoredEvent, StreamAppend } from '../ports/event-store';
 
 /**
  * Command handling, always the same way (STYLE §3): read the stream, fold it, decide, append
@@ -48,12 +48,7 @@ export async function handleCommand<C, E extends { type: string; data: object },
     const revision = stored.length === 0 ? null : stored[stored.length - 1].revision;
     if (decided.length === 0) return { events: [], state, revision };
     const metadata = typeof deps.metadata === 'function' ? deps.metadata(state) : deps.metadata;
-    const toAppend: NewEvent[] = decided.map((e) => ({
-      id: deps.newId(),
-      type: e.type,
-      data: e.data as Record<string, unknown>,
-      metadata,
-    }));
+    const toAppend = toNewEvents(decided, deps.newId, metadata);
     const result = await store.append(streamId, toAppend, revision === null ? 'no_stream' : revision);
     if (result.ok) {
       const next = decided.reduce(decider.evolve, state);
@@ -63,6 +58,36 @@ export async function handleCommand<C, E extends { type: string; data: object },
       throw new AppError('unavailable', `too many concurrent changes to ${streamId}; try again`, { retriable: true });
     }
   }
+}
+
+const toNewEvents = (decided: readonly { type: string; data: object }[], newId: () => string, metadata: EventMetadata): NewEvent[] =>
+  decided.map((e) => ({ id: newId(), type: e.type, data: e.data as Record<string, unknown>, metadata }));
+
+/**
+ * What `command` makes of a stream named a moment ago with a fresh UUID, decided on the initial
+ * state without reading it: the append for `appendInOrder`, expecting no stream.
+ */
+export function decideNew<C, E extends { type: string; data: object }, S>(
+  streamId: string,
+  decider: Decider<C, E, S>,
+  command: C,
+  deps: { newId: () => string; metadata: EventMetadata },
+): StreamAppend {
+  const decided = decider.decide(command, decider.initialState());
+  if (isRejection(decided)) throw decided.error;
+  return { streamId, events: toNewEvents(decided, deps.newId, deps.metadata), expected: 'no_stream' };
+}
+
+/** `store.appendInOrder` where the store has it, else one append after another, stopping at the first conflict. */
+export async function appendInOrder(store: EventStore, appends: readonly StreamAppend[]): Promise<AppendResult[]> {
+  if (store.appendInOrder) return store.appendInOrder(appends);
+  const results: AppendResult[] = [];
+  for (const a of appends) {
+    const result = await store.append(a.streamId, a.events, a.expected);
+    results.push(result);
+    if (!result.ok) break;
+  }
+  return results;
 }
 
 /** Reads and folds a stream without deciding anything. */

@@ -3,9 +3,9 @@ import { importJobId, projectUrl, streams } from '../domain/ids';
 import { isSequenceItem, uploadsOf, type ImportPlan, type UploadItem } from '../domain/import';
 import type { ProjectPartner } from '../domain/project';
 import type { Clock, Ids } from '../ports/clock';
-import type { EventStore } from '../ports/event-store';
+import type { EventStore, StreamAppend } from '../ports/event-store';
 import type { BalanceReader } from './balance';
-import { handleCommand, loadState } from './command-handler';
+import { appendInOrder, decideNew, loadState } from './command-handler';
 import { jobDecider, projectDecider } from './deciders';
 import { ensureFolders } from './folders';
 import { planImport, type ImportRequest } from './import-plan';
@@ -122,51 +122,39 @@ export async function commitImport(deps: ImportDeps, who: Principal, prepared: P
     // Folders before the project that sits in them; each level is created once, as needed.
     await ensureFolders(deps.store, who, body.folder_name, { now, newId, metadata: { ...metadata, partition_key: projectId } });
   }
-  if (!body.project_id) {
-    // The project first: a crash between the two appends leaves an empty project, never a job
-    // whose project is missing.
-    await handleCommand(
-      deps.store,
-      streams.project(projectId),
-      projectDecider,
-      {
-        type: 'CreateProject',
-        project: {
-          project_id: projectId,
-          drive_id: who.driveId,
-          name: body.project_name!,
-          folder_path: body.folder_name ?? null,
-          team_access: body.team_access ?? 'none',
-          created_by: who.userId,
-          job_id: jobId,
-          ...(options.partner && { partner: options.partner }),
-        },
-        now,
-      },
-      { newId, metadata, expectNew: true },
-    );
-  }
   const url = projectUrl(deps.webUrl, projectId);
-  await handleCommand(
-    deps.store,
-    streams.job(jobId),
-    jobDecider,
-    {
-      type: 'QueueJob',
-      job: {
-        job_id: jobId,
-        job_type: 'import/project_media',
-        drive_id: who.driveId,
-        project_id: projectId,
-        project_url: url,
-        created_by: who.userId,
-        callback_url: body.callback_url ?? null,
-        request: plan,
-      },
-      now,
-    },
-    { newId, metadata, expectNew: true },
-  );
+  // The project first, in the same group commit where the store has one: a crash or a failure in
+  // between leaves an empty project, never a job whose project is missing. Both streams were
+  // just named with fresh UUIDs, so both are decided without reading.
+  const appends: StreamAppend[] = [];
+  if (!body.project_id) {
+    const project = {
+      project_id: projectId,
+      drive_id: who.driveId,
+      name: body.project_name!,
+      folder_path: body.folder_name ?? null,
+      team_access: body.team_access ?? 'none',
+      created_by: who.userId,
+      job_id: jobId,
+      ...(options.partner && { partner: options.partner }),
+    };
+    appends.push(decideNew(streams.project(projectId), projectDecider, { type: 'CreateProject', project, now }, { newId, metadata }));
+  }
+  const job = {
+    job_id: jobId,
+    job_type: 'import/project_media' as const,
+    drive_id: who.driveId,
+    project_id: projectId,
+    project_url: url,
+    created_by: who.userId,
+    callback_url: body.callback_url ?? null,
+    request: plan,
+  };
+  appends.push(decideNew(streams.job(jobId), jobDecider, { type: 'QueueJob', job, now }, { newId, metadata }));
+  const made = await appendInOrder(deps.store, appends);
+  if (made.length < appends.length || made.some((r) => !r.ok)) {
+    throw new AppError('unavailable', 'a new project or job id was taken by another request; send the request again', { retriable: true });
+  }
   const uploads = [...uploadsOf(plan)];
   const upload_urls =
     uploads.length === 0

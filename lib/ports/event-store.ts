@@ -45,9 +45,20 @@ export interface Subscription {
   close(): Promise<void>;
 }
 
+export type StreamAppend = { readonly streamId: string; readonly events: readonly NewEvent[]; readonly expected: ExpectedRevision };
+
 export interface EventStore {
   /** Appends atomically, or reports a conflict (a typed outcome, never a thrown error). */
   append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
+  /**
+   * Appends to several streams in the order given, each only once every append before it has
+   * succeeded, as awaiting `append` one after the other does, and resolves to the results of the
+   * appends made, up to the first conflict. Not atomic: a failure or a crash can leave the first
+   * appends made without the rest. Optional: a store that can do it in one round trip (the
+   * embedded store commits the sequence in one group commit) has it; `appendInOrder` in
+   * lib/app/command-handler falls back to one append after another.
+   */
+  appendInOrder?(appends: readonly StreamAppend[]): Promise<AppendResult[]>;
   /** All events of a stream in order; `[]` when the stream does not exist. */
   readStream(streamId: string): Promise<StoredEvent[]>;
   /** Up to `limit` events of `$all` strictly after `after` (`null`: from the beginning). */

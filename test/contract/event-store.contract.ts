@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { EventStore, NewEvent, StoredEvent } from '../../lib/ports/event-store';
+import { appendInOrder } from '../../lib/app/command-handler';
 import { waitFor } from '../fixtures/wait';
 
 /** One contract for every EventStore adapter (STYLE §11). */
@@ -79,6 +80,32 @@ export function describeEventStoreContract(
       const results = await Promise.all([store.append(stream, [event('B1')], 0), store.append(stream, [event('B2')], 0)]);
       assert.equal(results.filter((r) => r.ok).length, 1);
       assert.equal((await store.readStream(stream)).length, 2);
+    });
+
+    it('appends to several streams in order (appendInOrder), the later ones after the earlier in $all', async () => {
+      const [first, second] = [`${stream}-first`, `${stream}-second`];
+      const made = await appendInOrder(store, [
+        { streamId: first, events: [event('A'), event('B')], expected: 'no_stream' },
+        { streamId: second, events: [event('C')], expected: 'no_stream' },
+      ]);
+      assert.deepEqual(
+        made.map((r) => r.ok),
+        [true, true],
+      );
+      const [a, c] = [(await store.readStream(first))[0], (await store.readStream(second))[0]];
+      assert.ok(BigInt(a.position) < BigInt(c.position), 'the first stream’s events come first in $all');
+    });
+
+    it('stops appendInOrder at the first conflict: the appends after it are not made', async () => {
+      const [taken, next] = [`${stream}-taken`, `${stream}-next`];
+      await store.append(taken, [event('A')], 'no_stream');
+      const made = await appendInOrder(store, [
+        { streamId: taken, events: [event('B')], expected: 'no_stream' },
+        { streamId: next, events: [event('C')], expected: 'no_stream' },
+      ]);
+      assert.deepEqual(made, [{ ok: false, conflict: { expected: 'no_stream', actual: 0 } }]);
+      assert.deepEqual(await store.readStream(next), []);
+      assert.equal((await store.readStream(taken)).length, 1);
     });
 
     it('reads $all in order from a position, excluding the event at that position', async () => {

@@ -71,7 +71,9 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
     /** The query app as its composition root builds it, over stores that may be made to fail. */
     function opsApp(options: { storesDown?: boolean; ready?: () => Promise<void>; metrics?: boolean } = {}) {
       const down = () => Promise.reject(new Error('event store unreachable'));
-      const store: EventStore = options.storesDown ? { ...h.store, readStream: down, readAll: down, append: down } : h.store;
+      const store: EventStore = options.storesDown
+        ? { ...h.store, readStream: down, readAll: down, append: down, appendInOrder: down }
+        : h.store;
       const read: ReadStore = options.storesDown ? { ...h.read, get: down, find: down } : h.read;
       const metrics = options.metrics ? createMetrics() : undefined;
       const app = createQueryApp({

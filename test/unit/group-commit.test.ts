@@ -61,6 +61,46 @@ for (const writer of ['thread', 'inline'] as const) {
       assert.deepEqual(store.stats(), { appends: 200, commits: 2, largestBatch: 100 });
     });
 
+    it('given 100 requests that append project and job with appendInOrder (as the accept path now does), commits once', async () => {
+      const made = await Promise.all(
+        Array.from({ length: 100 }, (_, i) =>
+          store.appendInOrder([
+            { streamId: `project-${i}`, events: [event('ProjectCreated')], expected: 'no_stream' },
+            { streamId: `job-${i}`, events: [event('JobQueued')], expected: 'no_stream' },
+          ]),
+        ),
+      );
+      assert.ok(made.every((results) => results.length === 2 && results.every((r) => r.ok)));
+      assert.deepEqual(store.stats(), { appends: 200, commits: 1, largestBatch: 200 });
+    });
+
+    it('never cuts an appendInOrder sequence between two batches, and skips what follows a failed append', async () => {
+      const small = createSqliteEventStore({ path: join(dir, 'small.sqlite'), writer, maxBatch: 2 });
+      try {
+        okResult(await small.append('taken', [event('A')], 'no_stream'));
+        const single = small.append('single', [event('A')], 'no_stream');
+        const sequence = small.appendInOrder([
+          { streamId: 'one', events: [event('A')], expected: 'no_stream' },
+          { streamId: 'two', events: [event('A')], expected: 'no_stream' },
+          { streamId: 'three', events: [event('A')], expected: 'no_stream' },
+        ]);
+        const refused = small.appendInOrder([
+          { streamId: 'taken', events: [event('B')], expected: 'no_stream' },
+          { streamId: 'after-taken', events: [event('A')], expected: 'no_stream' },
+        ]);
+        okResult(await single);
+        assert.equal((await sequence).length, 3);
+        assert.deepEqual(
+          (await refused).map((r) => r.ok),
+          [false],
+        );
+        assert.deepEqual(await small.readStream('after-taken'), []);
+        assert.equal(small.stats().largestBatch, 4, 'the single append and the whole sequence of three');
+      } finally {
+        await small.close();
+      }
+    });
+
     it('given appends issued while a batch is being written, commits them together as the next batch', async () => {
       const first = Array.from({ length: 50 }, (_, i) => store.append(`a-${i}`, [event('A')], 'no_stream'));
       await new Promise((resolve) => setImmediate(resolve)); // the first batch has been handed to the writer

@@ -13,12 +13,15 @@ export type AppendRequest = {
   readonly expected: ExpectedRevision;
   readonly createdAt: string;
   readonly events: readonly { readonly id: string; readonly type: string; readonly data: string; readonly metadata: string }[];
+  /** Part of an `appendInOrder` sequence: made only when the request just before it in the batch was appended. */
+  readonly afterPrevious?: true;
 };
 
 /** What made an append or a batch fail, as plain data; `code` is SQLite's when it is SQLite's. */
 export type FailureData = { readonly message: string; readonly code?: string };
 
-export type AppendOutcome = { readonly result: AppendResult } | { readonly failure: FailureData };
+/** `skipped`: an `afterPrevious` request whose predecessor was not appended. */
+export type AppendOutcome = { readonly result: AppendResult } | { readonly failure: FailureData } | { readonly skipped: true };
 
 export type BatchReply = { readonly outcomes: readonly AppendOutcome[] } | { readonly failure: FailureData };
 
@@ -79,16 +82,23 @@ export function createBatchCommitter(db: Database.Database): (batch: readonly Ap
   // of several events is undone alone. A single INSERT is atomic by itself and skips the cost.
   const appendSeveral = db.transaction(appendOne);
 
-  const commit = db.transaction((batch: readonly AppendRequest[]): AppendOutcome[] =>
-    batch.map((request) => {
+  const appended = (o: AppendOutcome | undefined) => o !== undefined && 'result' in o && o.result.ok;
+  const commit = db.transaction((batch: readonly AppendRequest[]): AppendOutcome[] => {
+    const outcomes: AppendOutcome[] = [];
+    for (const request of batch) {
+      if (request.afterPrevious && !appended(outcomes[outcomes.length - 1])) {
+        outcomes.push({ skipped: true });
+        continue;
+      }
       try {
-        return { result: request.events.length === 1 ? appendOne(request) : appendSeveral(request) };
+        outcomes.push({ result: request.events.length === 1 ? appendOne(request) : appendSeveral(request) });
       } catch (err) {
         if (DOOMS_BATCH.test(toFailure(err).code ?? '')) throw err;
-        return { failure: toFailure(err) };
+        outcomes.push({ failure: toFailure(err) });
       }
-    }),
-  );
+    }
+    return outcomes;
+  });
 
   return (batch) => {
     try {

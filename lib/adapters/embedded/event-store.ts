@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { AppendResult, EventStore, Position, StoredEvent, Subscription } from '../../ports/event-store';
+import type { AppendResult, EventStore, Position, StoredEvent, StreamAppend, Subscription } from '../../ports/event-store';
 import { configureEventDb, fromFailure, type AppendRequest, type BatchReply } from './event-batch';
 import { inlineWriter, threadWriter, type EventWriter } from './event-writer';
 import { guarded, openDatabase, probeWritable, storageFault, WRITE_PROBE_SCHEMA, type StoreFile } from './sqlite';
@@ -60,7 +60,8 @@ export type SqliteEventStoreOptions = {
 
 type PendingAppend = {
   readonly request: AppendRequest;
-  readonly resolve: (result: AppendResult) => void;
+  /** null: skipped, its predecessor in an `appendInOrder` sequence was not appended. */
+  readonly resolve: (result: AppendResult | null) => void;
   readonly reject: (err: unknown) => void;
 };
 
@@ -141,7 +142,10 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): Sqlite
   function flush(): Promise<void> | null {
     flushScheduled = false;
     if (writing || queue.length === 0) return writing;
-    const batch = queue.splice(0, maxBatch);
+    // A sequence of appendInOrder is never cut in two: its order holds within one commit.
+    let size = Math.min(maxBatch, queue.length);
+    while (size < queue.length && queue[size].request.afterPrevious) size += 1;
+    const batch = queue.splice(0, size);
     writing = writer
       .commit(batch.map((p) => p.request))
       .then((reply) => settle(batch, reply))
@@ -162,7 +166,9 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): Sqlite
     counts.commits += 1;
     counts.appends += batch.length;
     counts.largestBatch = Math.max(counts.largestBatch, batch.length);
-    reply.outcomes.forEach((o, i) => ('result' in o ? batch[i].resolve(o.result) : batch[i].reject(fromFailure(o.failure))));
+    reply.outcomes.forEach((o, i) =>
+      'result' in o ? batch[i].resolve(o.result) : 'skipped' in o ? batch[i].resolve(null) : batch[i].reject(fromFailure(o.failure)),
+    );
     if (reply.outcomes.some((o) => 'result' in o && o.result.ok)) appended.emit('append');
   }
 
@@ -176,6 +182,24 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): Sqlite
       const timer = setTimeout(done, ms);
       appended.once('append', done);
     });
+
+  function enqueue(append: StreamAppend, afterPrevious: boolean): Promise<AppendResult | null> {
+    const { streamId, events, expected } = append;
+    if (events.length === 0) return Promise.reject(new Error('append needs at least one event'));
+    if (closed) return Promise.reject(new Error('the event store is closed'));
+    return new Promise<AppendResult | null>((resolve, reject) => {
+      // Serialized now: the batch holds a snapshot of what was asked, ready to cross to the writer.
+      const request: AppendRequest = {
+        streamId,
+        expected,
+        createdAt: now().toISOString(),
+        events: events.map((e) => ({ id: e.id, type: e.type, data: JSON.stringify(e.data), metadata: JSON.stringify(e.metadata) })),
+        ...(afterPrevious ? { afterPrevious: true as const } : {}),
+      };
+      queue.push({ request, resolve, reject });
+      scheduleFlush();
+    });
+  }
 
   function subscribeAll(after: Position | null, handler: (event: StoredEvent) => Promise<void>): Subscription {
     let stopped = false;
@@ -211,19 +235,18 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): Sqlite
 
   return {
     append(streamId, events, expected) {
-      if (events.length === 0) return Promise.reject(new Error('append needs at least one event'));
-      if (closed) return Promise.reject(new Error('the event store is closed'));
-      return new Promise<AppendResult>((resolve, reject) => {
-        // Serialized now: the batch holds a snapshot of what was asked, ready to cross to the writer.
-        const request: AppendRequest = {
-          streamId,
-          expected,
-          createdAt: now().toISOString(),
-          events: events.map((e) => ({ id: e.id, type: e.type, data: JSON.stringify(e.data), metadata: JSON.stringify(e.metadata) })),
-        };
-        queue.push({ request, resolve, reject });
-        scheduleFlush();
-      });
+      return enqueue({ streamId, events, expected }, false) as Promise<AppendResult>;
+    },
+    async appendInOrder(appends) {
+      // Queued together, so they are committed in one batch, each made only after the one before it.
+      const settled = await Promise.all(appends.map((a, i) => enqueue(a, i > 0)));
+      const made: AppendResult[] = [];
+      for (const result of settled) {
+        if (result === null) break;
+        made.push(result);
+        if (!result.ok) break;
+      }
+      return made;
     },
     async readStream(streamId) {
       return guarded(file, () => selectStream.all(streamId)).map(toStored);
