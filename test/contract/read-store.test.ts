@@ -164,4 +164,22 @@ describe('ReadStore: embedded, the API’s snapshot reads', () => {
       await store.close();
     }
   });
+
+  it('answers right when more documents are read than its memo holds', async () => {
+    const store = createSqliteReadStore({ path: join(dir, 'read.sqlite') });
+    const view = store.snapshotQueries(30, 2000);
+    try {
+      const docs = Array.from({ length: 40 }, (_, i) => ({
+        doc: { _id: `d${i}`, _rev: 1, n: i, pad: 'p'.repeat(200) },
+        expectedRev: null,
+      }));
+      await store.putMany('jobs', docs);
+      for (let round = 0; round < 3; round++) {
+        for (let i = 0; i < 40; i++) assert.equal((await view.get('jobs', `d${i}`))?.n, i);
+      }
+      assert.equal(await view.get('jobs', 'missing'), null);
+    } finally {
+      await store.close();
+    }
+  });
 });

@@ -32,6 +32,8 @@ type Row = {
 export type GroupCommitStats = { readonly appends: number; readonly commits: number; readonly largestBatch: number };
 
 export interface SqliteEventStore extends EventStore {
+  /** Always here: the sequence goes to the writer in one group commit. */
+  appendInOrder(appends: readonly StreamAppend[]): Promise<AppendResult[]>;
   /** Per-consumer-group checkpoints of the embedded event log, kept beside the events. */
   loadCheckpoint(group: string): number | null;
   saveCheckpoint(group: string, position: number): void;

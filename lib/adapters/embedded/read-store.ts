@@ -1,4 +1,3 @@
-import { LRUCache } from 'lru-cache';
 import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import type { Doc, Filter, FindOptions, PutOutcome, ReadQueries, ReadStore } from '../../ports/read-store';
@@ -145,7 +144,7 @@ export interface SqliteReadStore extends ReadStore {
    * documents read by id kept while nothing changes (about 64 MiB of JSON text at most); the same
    * view on every call. A `:memory:` store has no second connection: its own queries.
    */
-  snapshotQueries(maxLagMs?: number): ReadQueries;
+  snapshotQueries(maxLagMs?: number, memoBytes?: number): ReadQueries;
 }
 
 export type SqliteReadStoreOptions = {
@@ -207,11 +206,14 @@ function snapshotQueriesOn(db: Database.Database, options: { maxLagMs: number; m
   const commit = db.prepare('COMMIT');
   const dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
   const selectText = db.prepare<[string, string], string>('SELECT doc FROM docs WHERE collection = ? AND id = ?').pluck();
-  const texts = new LRUCache<string, string>({
-    maxSize: options.memoBytes,
-    // Characters, a byte each for the ASCII JSON of the read models.
-    sizeCalculation: (text, key) => text.length + key.length,
-  });
+  // One map per collection, emptied whole when full: an LRU's bookkeeping cost a tenth of a
+  // memoized read (measured); what is hot is read back in at once.
+  const texts = new Map<string, Map<string, string>>();
+  let memoSize = 0; // characters, a byte each for the ASCII JSON of the read models
+  const forget = () => {
+    texts.clear();
+    memoSize = 0;
+  };
   let version: number | undefined;
   let began = -1;
   let timer: NodeJS.Timeout | undefined;
@@ -227,19 +229,22 @@ function snapshotQueriesOn(db: Database.Database, options: { maxLagMs: number; m
       began = options.writes();
       // Also what pins the snapshot: the version is the snapshot's own.
       const now = dataVersion.get();
-      if (now !== version) texts.clear();
+      if (now !== version) forget();
       version = now;
       timer = setTimeout(end, options.maxLagMs).unref();
     }
     return read();
   };
   const getText = (collection: string, id: string): string | undefined => {
-    const key = `${collection}\u0000${id}`;
-    let text = texts.get(key);
-    if (text === undefined) {
-      text = selectText.get(collection, id);
-      if (text !== undefined) texts.set(key, text);
-    }
+    let docs = texts.get(collection);
+    const memoized = docs?.get(id);
+    if (memoized !== undefined) return memoized;
+    const text = selectText.get(collection, id);
+    if (text === undefined) return undefined;
+    if (memoSize + text.length > options.memoBytes) forget();
+    if (!docs || !texts.has(collection)) texts.set(collection, (docs = new Map()));
+    docs.set(id, text);
+    memoSize += text.length + id.length;
     return text;
   };
   return {
@@ -318,7 +323,7 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
     writes.map((w) => put(collection, w.doc, w.expectedRev)),
   );
 
-  const snapshotQueries = (maxLagMs = 20): ReadQueries => {
+  const snapshotQueries = (maxLagMs = 20, memoBytes = 64 << 20): ReadQueries => {
     if (db.memory) return queries;
     if (!snapshot) {
       const second = openDatabase(file, options, (opened) => {
@@ -327,7 +332,7 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
       });
       snapshot = {
         db: second,
-        queries: guardMethods(file, snapshotQueriesOn(second, { maxLagMs, memoBytes: 64 << 20, writes: () => writesSoFar })),
+        queries: guardMethods(file, snapshotQueriesOn(second, { maxLagMs, memoBytes, writes: () => writesSoFar })),
       };
     }
     return snapshot.queries;
