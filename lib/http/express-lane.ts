@@ -35,7 +35,8 @@ export type LaneRequest = {
   readonly log: Logger;
 };
 
-export type LaneReply = { readonly status: number; readonly body: unknown };
+/** `json`: the body already serialized (a kept answer), sent as it is. */
+export type LaneReply = { readonly status: number; readonly body: unknown } | { readonly status: number; readonly json: string };
 
 export type LaneRoute = {
   readonly method: 'GET' | 'POST';
@@ -60,7 +61,10 @@ export function mountLaneRoutes(v1: Router, routes: readonly LaneRoute[]): void 
         },
       });
       ctx.status = reply.status;
-      ctx.body = reply.body;
+      if ('json' in reply) {
+        ctx.type = 'application/json';
+        ctx.body = reply.json;
+      } else ctx.body = reply.body;
     });
   }
 }
@@ -136,7 +140,7 @@ async function serve(
   const log = () => (child ??= deps.logger.child({ request_id: requestId }));
   const headers: Record<string, string | number> = { 'X-Request-Id': requestId };
   let status: number;
-  let body: unknown;
+  let text: string;
   let auth: Principal | undefined;
   try {
     auth = await deps.authenticate(req.headers.authorization);
@@ -153,14 +157,13 @@ async function serve(
       },
     });
     status = reply.status;
-    body = reply.body;
+    text = 'json' in reply ? reply.json : JSON.stringify(reply.body);
   } catch (err) {
     const answer = errorResponse(err, log);
     status = answer.status;
-    body = answer.body;
+    text = JSON.stringify(answer.body);
     Object.assign(headers, answer.headers);
   }
-  const text = JSON.stringify(body);
   headers['Content-Type'] = 'application/json; charset=utf-8';
   headers['Content-Length'] = Buffer.byteLength(text);
   res.writeHead(status, headers);

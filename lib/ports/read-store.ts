@@ -58,6 +58,11 @@ export type PutOutcome = 'written' | 'stale';
  */
 export interface ReadQueries {
   get(collection: string, id: string): Promise<Doc | null>;
+  /**
+   * The document as JSON text (what `get` parses), or null. The same text while the document is
+   * unchanged, so that a caller can keep what it made of it (the job route keeps its answer).
+   */
+  getJson(collection: string, id: string): Promise<string | null>;
   find(collection: string, filter: Filter, options?: FindOptions): Promise<Doc[]>;
   /** The documents among `ids` that exist, in no particular order. */
   getMany(collection: string, ids: readonly string[]): Promise<Doc[]>;

@@ -52,15 +52,22 @@ export function createApp(deps: QueryApiDeps): HttpApp {
       balance: createBalanceReader({ store: deps.store, read: deps.read }),
     },
   });
+  const answers = keptJobAnswers();
   const job: LaneRoute = {
     method: 'GET',
     path: '/jobs/:job_id',
     async handle({ auth, params }) {
       const jobId = params.job_id;
-      const doc = isJobId(jobId) ? await readJob(deps, jobId) : null;
-      if (!doc) throw notFound(`job ${jobId} does not exist`);
-      if (doc.drive_id !== auth.driveId) throw forbidden(`job ${jobId} belongs to another drive`);
-      return { status: 200, body: renderJob(doc) };
+      const answer = isJobId(jobId)
+        ? await answers.of(
+            jobId,
+            () => deps.read.getJson(JOBS, jobId),
+            () => foldJob(deps, jobId),
+          )
+        : null;
+      if (!answer) throw notFound(`job ${jobId} does not exist`);
+      if (answer.driveId !== auth.driveId) throw forbidden(`job ${jobId} belongs to another drive`);
+      return { status: 200, json: answer.json };
     },
   };
   return createApiApp(deps, {
@@ -97,12 +104,38 @@ export function createApp(deps: QueryApiDeps): HttpApp {
   });
 }
 
-/**
- * The read model, or, when the projection has not caught up yet (a job accepted a moment ago),
- * the job's stream folded on the spot: a job is readable the moment its 201 was returned.
- */
-async function readJob(deps: QueryApiDeps, jobId: string): Promise<Doc | null> {
-  const doc = await deps.read.get(JOBS, jobId);
-  if (doc) return doc;
+/** When the projection has not caught up yet (a job accepted a moment ago): the job's stream folded on the spot. */
+async function foldJob(deps: QueryApiDeps, jobId: string): Promise<Doc | null> {
   return foldDocument(await deps.store.readStream(streams.job(jobId)), evolveJobDoc);
+}
+
+type JobAnswer = { readonly source: string; readonly driveId: unknown; readonly json: string };
+
+/** Answers kept, at most this many; emptied whole when full. */
+const KEPT_ANSWERS = 200_000;
+
+/**
+ * `GET /jobs/{id}`, the route clients poll: the answer made from a job document is kept for as
+ * long as the read model hands out the same document text, so a poll of an unchanged job neither
+ * parses nor renders nor serializes (about a tenth of the request, measured). A job the read
+ * model has not reached yet is folded from its stream and not kept: it is a moment old.
+ */
+function keptJobAnswers() {
+  const kept = new Map<string, JobAnswer>();
+  const answer = (doc: Doc, source: string): JobAnswer => ({ source, driveId: doc.drive_id, json: JSON.stringify(renderJob(doc)) });
+  return {
+    async of(jobId: string, text: () => Promise<string | null>, fold: () => Promise<Doc | null>): Promise<JobAnswer | null> {
+      const source = await text();
+      if (source === null) {
+        const folded = await fold();
+        return folded && answer(folded, '');
+      }
+      const hit = kept.get(jobId);
+      if (hit?.source === source) return hit;
+      const made = answer(JSON.parse(source) as Doc, source);
+      if (kept.size >= KEPT_ANSWERS) kept.clear();
+      kept.set(jobId, made);
+      return made;
+    },
+  };
 }

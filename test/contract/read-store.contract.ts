@@ -124,6 +124,12 @@ export function describeReadStoreContract(
         assert.deepEqual(await store.get('projects', 'p1'), doc);
       });
 
+      it('answers the document as JSON text with getJson, and null for a missing one', async () => {
+        await store.put('projects', doc, null);
+        assert.deepEqual(JSON.parse((await store.getJson('projects', 'p1')) ?? 'null'), doc);
+        assert.equal(await store.getJson('projects', 'nope'), null);
+      });
+
       it('drops undefined fields, as JSON does', async () => {
         await store.put('projects', { _id: 'u', _rev: 0, gone: undefined }, null);
         assert.deepEqual(await store.get('projects', 'u'), { _id: 'u', _rev: 0 });

@@ -24,6 +24,7 @@ const routes: LaneRoute[] = [
     async handle({ auth, params }) {
       if (params.job_id === 'missing') throw notFound(`job ${params.job_id} does not exist`);
       if (params.job_id === 'broken') throw new Error('a bug with a /server/path in it');
+      if (params.job_id === 'kept') return { status: 200, json: '{"kept":true}' };
       return { status: 200, body: { job_id: params.job_id, drive_id: auth.driveId } };
     },
   },
@@ -119,6 +120,11 @@ describe('express lane: answers as the Koa pipeline does', () => {
 
   const cases: [string, number, (http: supertest.Agent, lane: boolean) => supertest.Test][] = [
     ['a job', 200, (http, lane) => http.get(lane ? '/v1/jobs/job-1' : viaKoa.get('/v1/jobs/job-1')).set('Authorization', 'Bearer good')],
+    [
+      'an answer kept as JSON text',
+      200,
+      (http, lane) => http.get(lane ? '/v1/jobs/kept' : viaKoa.get('/v1/jobs/kept')).set('Authorization', 'Bearer good'),
+    ],
     ['no token', 401, (http, lane) => http.get(lane ? '/v1/jobs/job-1' : viaKoa.get('/v1/jobs/job-1'))],
     [
       'a handler refusal',

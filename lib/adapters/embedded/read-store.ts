@@ -170,6 +170,9 @@ function queriesOn(db: Database.Database): ReadQueries {
       const row = selectDoc.get(collection, id);
       return row ? (JSON.parse(row.doc) as Doc) : null;
     },
+    async getJson(collection, id) {
+      return selectDoc.get(collection, id)?.doc ?? null;
+    },
     async find(collection, filter: Filter, findOptions = {}) {
       const condition = where(filter);
       const text = `SELECT doc FROM docs WHERE collection = ? AND ${condition.text} ORDER BY ${orderBy(findOptions.sort)} LIMIT ?`;
@@ -254,6 +257,7 @@ function snapshotQueriesOn(db: Database.Database, options: { maxLagMs: number; m
         // Parsed on every call: callers get a document of their own.
         return text === undefined ? null : (JSON.parse(text) as Doc);
       }),
+    getJson: (collection, id) => inSnapshot(() => getText(collection, id) ?? null),
     find: (collection, filter, findOptions) => inSnapshot(() => queries.find(collection, filter, findOptions)),
     getMany: (collection, ids) => inSnapshot(() => queries.getMany(collection, ids)),
     sum: (collection, filter, field) => inSnapshot(() => queries.sum(collection, filter, field)),

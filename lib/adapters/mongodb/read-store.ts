@@ -116,6 +116,10 @@ export function createMongoReadStore(db: Db): ReadStore {
     async get(collection, id) {
       return collectionOf(collection).findOne({ _id: id });
     },
+    async getJson(collection, id) {
+      const doc = await collectionOf(collection).findOne({ _id: id });
+      return doc === null ? null : JSON.stringify(doc);
+    },
     async find(collection, filter: Filter, options = {}) {
       const query = translate(filter);
       const sort = sortKeys(options.sort);
