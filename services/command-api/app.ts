@@ -17,10 +17,12 @@ export function createApp(deps: CommandApiDeps): HttpApp {
   const accept: LaneRoute = {
     method: 'POST',
     path: '/jobs/import/project_media',
-    async handle({ auth, body, requestId, log }) {
+    async handle({ auth, body, requestId }) {
       deps.schemas.assertBody('import-request', body);
       const response = await acceptImport(deps, auth, body as ImportRequest, requestId);
-      log.info({ job_id: response.job_id, project_id: response.project_id }, 'import accepted');
+      // The base logger with the request id as a field: the line a child logger writes, without
+      // making a child logger per accepted import.
+      deps.logger.info({ request_id: requestId, job_id: response.job_id, project_id: response.project_id }, 'import accepted');
       return { status: 201, body: response };
     },
   };
