@@ -101,7 +101,11 @@ export function expressLane(deps: ApiAppDeps, routes: readonly LaneRoute[], fall
   return (req, res) => {
     const taken = take(req);
     if (!taken) return fallback(req, res);
-    void serve(deps, accessLog, taken.c, taken.params, req, res);
+    // serve answers every error it can; what is left (a throw while writing) is logged, never an unhandled rejection.
+    serve(deps, accessLog, taken.c, taken.params, req, res).catch((err: unknown) => {
+      deps.logger.error({ err }, 'request failed after its answer was made');
+      res.destroy();
+    });
   };
 }
 
