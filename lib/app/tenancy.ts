@@ -38,7 +38,8 @@ export function createAuthenticator(deps: {
   cacheMax?: number;
 }): Authenticate & { readonly cacheSize: number } {
   const ttl = deps.cacheTtlMs ?? 1000;
-  const cache = new LRUCache<string, { at: number; principal: Promise<Principal | null> }>({ max: deps.cacheMax ?? 10_000 });
+  const max = deps.cacheMax ?? 10_000;
+  const cache = new LRUCache<string, { at: number; principal: Promise<Principal | null> }>({ max });
 
   async function resolve(token: string, tokenId: string): Promise<Principal | null> {
     const { state: t } = await loadState(deps.store, streams.token(tokenId), tokenDecider);
@@ -48,25 +49,37 @@ export function createAuthenticator(deps: {
     return { driveId: d.driveId, driveName: d.name, userId: t.token.user_id, tokenId, mediaSecondsAllowance: mediaSecondsAllowance(d) };
   }
 
-  function lookup(token: string, tokenId: string): Promise<Principal | null> {
+  function lookup(token: string, tokenId: string, now: number): { at: number; principal: Promise<Principal | null> } {
     const key = hashToken(token);
-    const now = deps.clock.now().getTime();
     const hit = cache.get(key);
-    if (hit && now - hit.at < ttl) return hit.principal;
+    if (hit && now - hit.at < ttl) return hit;
     const principal = resolve(token, tokenId);
     const entry = { at: now, principal };
     cache.set(key, entry);
     // A store failure is not an answer about the token: the next request asks again.
     principal.catch(() => cache.peek(key) === entry && cache.delete(key));
-    return principal;
+    return entry;
   }
 
+  // The principals of valid tokens by the Authorization header exactly as sent, each until its
+  // cache entry's TTL ends, as the cache itself: a client repeats its header on every request,
+  // and this skips the header's parsing and the token's SHA-256 (a tenth of a GET /jobs/{id},
+  // measured). Only valid tokens come in (junk never does), and it is emptied when it holds as
+  // many as the cache may.
+  const recent = new Map<string, { at: number; principal: Principal }>();
+
   const authenticate = async (authorization: string | undefined): Promise<Principal> => {
+    const now = deps.clock.now().getTime();
+    const known = authorization === undefined ? undefined : recent.get(authorization);
+    if (known && now - known.at < ttl) return known.principal;
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
     if (!m) throw new AppError('unauthorized', 'missing API token: send Authorization: Bearer <API_TOKEN>');
     const tokenId = tokenIdOf(m[1]);
-    const principal = tokenId ? await lookup(m[1], tokenId) : null;
+    const entry = tokenId ? lookup(m[1], tokenId, now) : null;
+    const principal = entry ? await entry.principal : null;
     if (!principal) throw new AppError('unauthorized', 'invalid or revoked API token');
+    if (recent.size >= max) recent.clear();
+    recent.set(authorization!, { at: entry!.at, principal });
     return principal;
   };
   return Object.defineProperty(authenticate, 'cacheSize', { get: () => cache.size }) as Authenticate & { readonly cacheSize: number };

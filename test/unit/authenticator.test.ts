@@ -133,6 +133,20 @@ describe('authenticator: bearer token → principal', () => {
     await refused(auth(bearer(drive.token)));
   });
 
+  it('stops accepting a revoked token within the TTL of its lookup, however often the same header is sent', async () => {
+    const { clock, advance } = manualClock();
+    const drive = await createDrive({ store, clock, ids: randomIds }, { name: 'Polled' });
+    const auth = createAuthenticator({ store, clock, cacheTtlMs: 1000 });
+    await auth(bearer(drive.token));
+    await revokeToken({ store, clock, ids: randomIds }, drive.token.split('_')[1]);
+    for (let i = 0; i < 3; i++) {
+      advance(300);
+      assert.equal((await auth(bearer(drive.token))).driveId, drive.drive_id, 'still within the TTL of the lookup');
+    }
+    advance(100);
+    await refused(auth(bearer(drive.token)));
+  });
+
   it('asks the store again after a failed lookup instead of caching the failure', async () => {
     let fail = true;
     const { spy } = spyingStore(store, { fail: () => fail });
