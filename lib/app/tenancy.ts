@@ -36,7 +36,7 @@ export function createAuthenticator(deps: {
   clock: Clock;
   cacheTtlMs?: number;
   cacheMax?: number;
-}): Authenticate & { readonly cacheSize: number } {
+}): Authenticate & { readonly cacheSize: number; readonly headersRemembered: number } {
   const ttl = deps.cacheTtlMs ?? 1000;
   const max = deps.cacheMax ?? 10_000;
   const cache = new LRUCache<string, { at: number; principal: Promise<Principal | null> }>({ max });
@@ -67,6 +67,11 @@ export function createAuthenticator(deps: {
   // measured). Only valid tokens come in (junk never does), and it is emptied when it holds as
   // many as the cache may.
   const recent = new Map<string, { at: number; principal: Principal }>();
+  // Raw tokens are not kept past their TTL: what has expired is dropped every TTL.
+  setInterval(() => {
+    const now = deps.clock.now().getTime();
+    for (const [header, entry] of recent) if (now - entry.at >= ttl) recent.delete(header);
+  }, ttl).unref();
 
   const authenticate = async (authorization: string | undefined): Promise<Principal> => {
     const now = deps.clock.now().getTime();
@@ -82,5 +87,8 @@ export function createAuthenticator(deps: {
     recent.set(authorization!, { at: entry!.at, principal });
     return principal;
   };
-  return Object.defineProperty(authenticate, 'cacheSize', { get: () => cache.size }) as Authenticate & { readonly cacheSize: number };
+  return Object.defineProperties(authenticate, {
+    cacheSize: { get: () => cache.size },
+    headersRemembered: { get: () => recent.size },
+  }) as Authenticate & { readonly cacheSize: number; readonly headersRemembered: number };
 }

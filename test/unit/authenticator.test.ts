@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { waitFor } from '../fixtures/wait';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -145,6 +146,15 @@ describe('authenticator: bearer token → principal', () => {
     }
     advance(100);
     await refused(auth(bearer(drive.token)));
+  });
+
+  it('forgets a remembered header once its TTL has passed, raw tokens included', async () => {
+    const { clock, advance } = manualClock();
+    const auth = createAuthenticator({ store, clock, cacheTtlMs: 40 });
+    await auth(bearer(token));
+    assert.equal(auth.headersRemembered, 1);
+    advance(40);
+    await waitFor(() => auth.headersRemembered === 0, { timeoutMs: 2000, what: 'the header to be forgotten' });
   });
 
   it('asks the store again after a failed lookup instead of caching the failure', async () => {
