@@ -35,12 +35,22 @@ describe('e2e: webhook delivery across kill -9', function () {
       assert.equal(res.status, 201);
       const { job_id } = (await res.json()) as { job_id: string };
       await receiver.waitFor(1, 30_000);
-      svc.killAll('SIGKILL'); // between the failed first attempt and the second, 3 s later
+      // Between the attempts: once the first one's outcome is recorded, and before the second, 3 s
+      // later. (Killed while the first was still being recorded, its claim would hold it for the
+      // lease, 40 s, and it would be sent again: another scenario, at least once.)
+      const deliveries = async () =>
+        (await (await apiClient(svc, drive.token).get(`/jobs/${job_id}/deliveries`)).json()) as Record<string, any>;
+      await waitFor(async () => (await deliveries()).attempts?.length === 1, {
+        timeoutMs: 2500,
+        intervalMs: 50,
+        what: 'the first attempt to be recorded',
+      });
+      svc.killAll('SIGKILL');
       await svc.exited;
       svc = await startService(env);
       const delivered = await waitFor(
         async () => {
-          const d = (await (await apiClient(svc, drive.token).get(`/jobs/${job_id}/deliveries`)).json()) as Record<string, any>;
+          const d = await deliveries();
           return d.state === 'delivered' ? d : null;
         },
         { timeoutMs: 30_000, intervalMs: 200, what: 'the delivery after the restart' },
