@@ -31,6 +31,27 @@ export type AccessRecord = {
 const ACCESS_BATCH_MS = 10;
 
 /**
+ * The access loggers holding lines, written at exit by one listener for them all: a listener per
+ * logger (one per app, and tests make many) piled up on `process` and kept every logger alive.
+ */
+const waiting = new Set<() => void>();
+let listening = false;
+function waitAtExit(flush: () => void): void {
+  if (!listening) process.on('exit', writeWaiting);
+  listening = true;
+  waiting.add(flush);
+}
+function writeWaiting(): void {
+  for (const flush of [...waiting]) {
+    try {
+      flush();
+    } catch {
+      // the destination is gone (stdout closed): nothing left to do
+    }
+  }
+}
+
+/**
  * The access line, one per request: `{"level":30,"time":…,<the logger's bindings>,"request_id",
  * "method","path","status","ms","drive_id","msg":"request"}`, the line `logger.info(fields,
  * 'request')` writes, made from a template and written to the logger's destination directly,
@@ -60,18 +81,18 @@ export function accessLogger(logger: Logger): (record: AccessRecord) => void {
     }
     if (text) destination.write(text);
   };
-  process.once('exit', () => {
-    try {
-      flush();
-      destination.flushSync?.();
-    } catch {
-      // the destination is gone (stdout closed): nothing left to do
-    }
-  });
+  const flushNow = () => {
+    waiting.delete(flushNow);
+    flush();
+    destination.flushSync?.();
+  };
   return (r) => {
     if (!logger.isLevelEnabled('info')) return;
     const ms = Math.round((performance.now() - r.started) * 10) / 10;
-    if (pending.length === 0) setTimeout(flush, ACCESS_BATCH_MS).unref();
+    if (pending.length === 0) {
+      setTimeout(() => (waiting.delete(flushNow), flush()), ACCESS_BATCH_MS).unref();
+      waitAtExit(flushNow);
+    }
     pending.push({ r, ms, time: Date.now() });
   };
 }
