@@ -70,6 +70,25 @@ describe('POST /v1/jobs/import/project_media (HTTP, embedded adapters)', functio
     assert.equal(job.project_url, `${WEB_URL}/${res.body.project_id}/${compositionId.replace(/-/g, '').slice(0, 5)}`);
   });
 
+  it('names each new project and its import job with a time-ordered UUID (v7), so the stores append instead of scattering', async () => {
+    const V7 = '[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}';
+    const accepted: { job_id: string; project_id: string }[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await h.http
+        .post('/v1/jobs/import/project_media')
+        .set(h.auth())
+        .send({ project_name: `Ordered ${i}`, add_media: { 'voice.wav': { url: media.url('file', 'voice.wav') } } });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      assert.match(res.body.job_id, new RegExp(`^project-media-import-${V7}$`));
+      assert.match(res.body.project_id, new RegExp(`^${V7}$`));
+      accepted.push(res.body);
+    }
+    for (const key of ['job_id', 'project_id'] as const) {
+      const ids = accepted.map((a) => a[key]);
+      assert.deepEqual([...ids].sort(), ids, `${key}s sort in the order they were made`);
+    }
+  });
+
   it('reports partial when one file fails, with that file failed and its error message', async () => {
     const res = await h.http
       .post('/v1/jobs/import/project_media')
