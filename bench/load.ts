@@ -25,6 +25,8 @@ export type LoadOptions = {
 
 export type LoadResult = {
   requestsPerSecond: number;
+  /** How long it was measured. */
+  seconds: number;
   p50Ms: number;
   p99Ms: number;
   total: number;
@@ -61,6 +63,7 @@ async function run(options: LoadOptions, seconds: number, onBody?: (body: string
   if (result.timeouts > 0) unexpected.set('timeouts', result.timeouts);
   return {
     requestsPerSecond: result.requests.total / result.duration,
+    seconds: result.duration,
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     total: result.requests.total,
@@ -72,8 +75,42 @@ async function run(options: LoadOptions, seconds: number, onBody?: (body: string
 /** Unexpected responses of the warm-up count too: every response must have the expected status. */
 export async function load(options: LoadOptions): Promise<LoadResult> {
   const warm = options.warmupSeconds > 0 ? await run(options, options.warmupSeconds, options.onBody) : null;
-  const measured = await run(options, options.seconds, options.onBody);
-  for (const [what, n] of warm?.unexpected ?? []) measured.unexpected.set(what, (measured.unexpected.get(what) ?? 0) + n);
-  measured.samples.unshift(...(warm?.samples ?? []).slice(0, 5 - measured.samples.length));
-  return measured;
+  return merge([warm, await run(options, options.seconds, options.onBody)]);
+}
+
+/**
+ * A baseline and a subject measured in turns (ABAB…): both warm up, then `rounds` slices of each
+ * alternate, so that a change in the machine's speed during the run (this VM's shifts by ±20 %
+ * within minutes) weighs on both sides alike instead of on whichever ran in the slower minutes.
+ */
+export async function compare(baseline: LoadOptions, subject: LoadOptions, rounds: number): Promise<[LoadResult, LoadResult]> {
+  const slices: [(LoadResult | null)[], (LoadResult | null)[]] = [[], []];
+  for (const [side, options] of [baseline, subject].entries()) {
+    slices[side].push(options.warmupSeconds > 0 ? await run(options, options.warmupSeconds, options.onBody) : null);
+  }
+  for (let i = 0; i < rounds; i++) {
+    for (const [side, options] of [baseline, subject].entries())
+      slices[side].push(await run(options, options.seconds / rounds, options.onBody));
+  }
+  return [merge(slices[0]), merge(slices[1])];
+}
+
+/**
+ * Measured slices as one figure; a null or the first of several is a warm-up, whose responses
+ * are checked but not counted. The p99 is the worst slice's, the p50 the slices' weighted mean.
+ */
+function merge([warm, ...measured]: (LoadResult | null)[]): LoadResult {
+  const total = measured.reduce((n, r) => n + r!.total, 0);
+  const seconds = measured.reduce((n, r) => n + r!.seconds, 0);
+  const unexpected = new Map<string, number>();
+  for (const r of [warm, ...measured]) for (const [what, n] of r?.unexpected ?? []) unexpected.set(what, (unexpected.get(what) ?? 0) + n);
+  return {
+    requestsPerSecond: total / seconds,
+    seconds,
+    p50Ms: Math.round((10 * measured.reduce((n, r) => n + r!.p50Ms * r!.total, 0)) / Math.max(1, total)) / 10,
+    p99Ms: Math.max(...measured.map((r) => r!.p99Ms)),
+    total,
+    unexpected,
+    samples: [warm, ...measured].flatMap((r) => r?.samples ?? []).slice(0, 5),
+  };
 }

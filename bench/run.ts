@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSqliteEventStore } from '../lib/adapters/embedded/event-store';
 import { PROJECTIONS_GROUP } from '../services/query-api/projector';
-import { load, type LoadOptions, type LoadResult } from './load';
+import { compare, load, type LoadOptions, type LoadResult } from './load';
 import { profilesByThread, summarize, type Share } from './profile';
 import { admin, build, killAll, startBaseline, startService, stop, type Started } from './processes';
 import { measureReplay } from './replay';
@@ -20,8 +20,11 @@ import { measureWebhooks } from './webhooks';
  * query-api starts only once the accept phase is over and its projector has caught up, so that
  * (a) measures the accept path alone and (b) measures reads, not projection.
  *
+ * The two sides of an HTTP figure take turns (bare, service, bare, service): this VM's speed
+ * shifts by a fifth within minutes, which measured one after the other moved a ratio by as much.
+ *
  * Environment: BENCH_CONNECTIONS (50), BENCH_WARMUP and BENCH_DURATION (3 and 10 seconds per HTTP
- * figure), BENCH_JOBS (5000 finished jobs seeded for replay), BENCH_LOG_LEVEL (info, as in
+ * figure), BENCH_ROUNDS (2: the turns each side's DURATION is cut into), BENCH_JOBS (5000 finished jobs seeded for replay), BENCH_LOG_LEVEL (info, as in
  * production), BENCH_PROFILE=1 (then CPU profiles of both services under their load), BENCH_ONLY
  * (the phases to run, as letters: `ab` for the HTTP figures alone).
  */
@@ -34,6 +37,8 @@ const num = (name: string, fallback: number) => {
 const CONNECTIONS = num('BENCH_CONNECTIONS', 50);
 const WARMUP = num('BENCH_WARMUP', 3);
 const DURATION = num('BENCH_DURATION', 10);
+// Baseline and service take turns, DURATION / ROUNDS seconds at a time (see `compare`).
+const ROUNDS = Math.max(1, Math.round(num('BENCH_ROUNDS', 2)));
 const REPLAY_JOBS = num('BENCH_JOBS', 5000);
 // Production's default level: the access log line per request is part of what a request costs.
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
@@ -112,29 +117,37 @@ async function main() {
     const auth = { authorization: `Bearer ${token}` };
     const common = { connections: CONNECTIONS, warmupSeconds: WARMUP, seconds: DURATION };
 
-    phase(`(a) POST: bare Koa, then the accept path (${WARMUP} s warm-up + ${DURATION} s each, ${CONNECTIONS} connections)`);
+    phase(
+      `(a) POST: bare Koa and the accept path in turns (${WARMUP} s warm-up + ${ROUNDS} × ${DURATION / ROUNDS} s each, ${CONNECTIONS} connections)`,
+    );
     const command = await startService('command-api', env, join(dataDir, 'command-api.log'));
     started.push(command);
     const post: Omit<LoadOptions, 'url'> = { ...common, method: 'POST', expect: 201, body: IMPORT_BODY };
-    const barePost = await load({ ...post, url: `${baseline.url}/post` });
     const jobIds: string[] = [];
-    const accept = await load({
-      ...post,
-      url: `${command.url}/v1/jobs/import/project_media`,
-      headers: auth,
-      onBody: (body) => jobIds.push((JSON.parse(body) as { job_id: string }).job_id),
-    });
+    const [barePost, accept] = await compare(
+      { ...post, url: `${baseline.url}/post` },
+      {
+        ...post,
+        url: `${command.url}/v1/jobs/import/project_media`,
+        headers: auth,
+        onBody: (body) => jobIds.push((JSON.parse(body) as { job_id: string }).job_id),
+      },
+      ROUNDS,
+    );
     await stop(command);
     if (jobIds.length === 0) throw new Error(`no import was accepted in (a): ${accept.samples.join(' | ') || 'no responses'}`);
 
-    phase(`(b) GET: query-api projects the ${jobIds.length} accepted jobs, then bare Koa vs GET /v1/jobs/{id}`);
+    phase(`(b) GET: query-api projects the ${jobIds.length} accepted jobs, then bare Koa and GET /v1/jobs/{id} in turns`);
     const query = await startService('query-api', env, join(dataDir, 'query-api.log'));
     started.push(query);
     await projectionCaughtUp(dataDir);
     const get: Omit<LoadOptions, 'url'> = { ...common, method: 'GET', expect: 200 };
-    const bareGet = await load({ ...get, url: `${baseline.url}/get` });
     let next = 0;
-    const jobRead = await load({ ...get, url: query.url, headers: auth, nextPath: () => `/v1/jobs/${jobIds[next++ % jobIds.length]}` });
+    const [bareGet, jobRead] = await compare(
+      { ...get, url: `${baseline.url}/get` },
+      { ...get, url: query.url, headers: auth, nextPath: () => `/v1/jobs/${jobIds[next++ % jobIds.length]}` },
+      ROUNDS,
+    );
     await stop(query);
     await stop(baseline);
 
