@@ -2,7 +2,7 @@ import { isJobId } from '../../lib/domain/ids';
 import { notFound } from '../../lib/domain/errors';
 import { createApiApp, type ApiAppDeps, type HttpApp } from '../../lib/http/app';
 import type { LaneRoute } from '../../lib/http/express-lane';
-import type { ApiContext } from '../../lib/http/middleware';
+import { infoLine, type ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
 import { acceptImport, type ImportDeps, type ImportRequest } from '../../lib/app/import';
 import { cancelJob, requestRedelivery } from './import';
@@ -14,15 +14,15 @@ export type CommandApiDeps = ApiAppDeps & ImportDeps & { schemas: SchemaRegistry
 /** The write side: every route turns a request into a command on the event store. */
 export function createApp(deps: CommandApiDeps): HttpApp {
   const signed = deps.uploads ? [createUploadRoutes(deps.uploads)] : [];
+  const accepted = infoLine(deps.logger, 'import accepted');
   const accept: LaneRoute = {
     method: 'POST',
     path: '/jobs/import/project_media',
     async handle({ auth, body, requestId }) {
       deps.schemas.assertBody('import-request', body);
       const response = await acceptImport(deps, auth, body as ImportRequest, requestId);
-      // The base logger with the request id as a field: the line a child logger writes, without
-      // making a child logger per accepted import.
-      deps.logger.info({ request_id: requestId, job_id: response.job_id, project_id: response.project_id }, 'import accepted');
+      // The line a child logger with the request id would write, from a template (a pino call costs ~4 % of the accept path).
+      accepted({ request_id: requestId, job_id: response.job_id, project_id: response.project_id });
       return { status: 201, body: response };
     },
   };

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { accessLogger } from '../../lib/http/middleware';
+import { accessLogger, infoLine } from '../../lib/http/middleware';
 import { waitFor } from '../fixtures/wait';
 
 /** A pino logger as createLogger makes one, writing into `lines`. */
@@ -39,6 +39,39 @@ describe('access log', () => {
     assert.ok(Math.abs((ours.time as number) - Date.now()) < 5000);
     assert.deepEqual(Object.keys(ours), Object.keys(pinos), 'the same keys in the same order');
     assert.deepEqual({ ...ours, time: 0, ms: 0 }, { ...pinos, time: 0, ms: 0 });
+  });
+
+  it('writes an info line of a hot path as pino would write it, leaving undefined fields out', async () => {
+    const lines: string[] = [];
+    const logger = loggerInto(lines);
+    const fields = { request_id: 'req-1', job_id: 'job "1" \\ ünï', project_id: undefined };
+    logger.info(fields, 'import accepted');
+    infoLine(logger, 'import accepted')(fields);
+    await waitFor(() => lines.length === 2, { what: 'both lines' });
+    const [pinos, ours] = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    assert.ok(Math.abs((ours.time as number) - Date.now()) < 5000);
+    assert.deepEqual(Object.keys(ours), Object.keys(pinos), 'the same keys in the same order');
+    assert.deepEqual({ ...ours, time: 0 }, { ...pinos, time: 0 });
+    assert.ok(!('project_id' in ours));
+  });
+
+  it("keeps the order in which a logger's template lines were made, whichever template made them", async () => {
+    const lines: string[] = [];
+    const logger = loggerInto(lines);
+    const access = accessLogger(logger);
+    const accepted = infoLine(logger, 'import accepted');
+    for (let i = 0; i < 50; i++) {
+      accepted({ request_id: `req-${i}` });
+      access({ ...record, requestId: `req-${i}` });
+    }
+    await waitFor(() => lines.length >= 100, { what: '100 lines' });
+    assert.deepEqual(
+      lines.map((line) => {
+        const { request_id, msg } = JSON.parse(line) as { request_id: string; msg: string };
+        return `${request_id} ${msg}`;
+      }),
+      Array.from({ length: 50 }, (_, i) => [`req-${i} import accepted`, `req-${i} request`]).flat(),
+    );
   });
 
   it('writes the lines of many requests in their order, each once', async () => {
