@@ -145,7 +145,12 @@ export interface SqliteReadStore extends ReadStore {
    * view on every call. A `:memory:` store has no second connection: its own queries.
    */
   snapshotQueries(maxLagMs?: number, memoBytes?: number): ReadQueries;
+  /** How the snapshot's memo of documents is doing (all zero before `snapshotQueries`). */
+  snapshotMemo(): MemoStats;
 }
+
+/** Documents held by the snapshot's memo, and reads by id answered from it or not, since it was made. */
+export type MemoStats = { readonly documents: number; readonly hits: number; readonly misses: number };
 
 export type SqliteReadStoreOptions = {
   path: string;
@@ -203,16 +208,22 @@ function queriesOn(db: Database.Database): ReadQueries {
  * the text of the documents it read (up to `memoBytes`) for as long as nothing is committed:
  * `PRAGMA data_version`, read as each snapshot begins, changes when any other connection commits.
  */
-function snapshotQueriesOn(db: Database.Database, options: { maxLagMs: number; memoBytes: number; writes: () => number }): ReadQueries {
-  const queries = queriesOn(db);
+function snapshotQueriesOn(
+  db: Database.Database,
+  options: { maxLagMs: number; memoBytes: number; writes: () => number },
+): { queries: ReadQueries; memo: () => MemoStats } {
+  const direct = queriesOn(db);
   const begin = db.prepare('BEGIN');
   const commit = db.prepare('COMMIT');
   const dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
   const selectText = db.prepare<[string, string], string>('SELECT doc FROM docs WHERE collection = ? AND id = ?').pluck();
-  // One map per collection, emptied whole when full: an LRU's bookkeeping cost a tenth of a
-  // memoized read (measured); what is hot is read back in at once.
+  // One map per collection, emptied when anything is committed. A full memo keeps what it holds
+  // and reads the rest from the store: emptied whole when full, it missed every read of a poll
+  // cycling over more jobs than it holds; an LRU's bookkeeping cost a tenth of a hit (measured).
   const texts = new Map<string, Map<string, string>>();
   let memoSize = 0; // characters, a byte each for the ASCII JSON of the read models
+  let hits = 0;
+  let misses = 0;
   const forget = () => {
     texts.clear();
     memoSize = 0;
@@ -241,16 +252,19 @@ function snapshotQueriesOn(db: Database.Database, options: { maxLagMs: number; m
   const getText = (collection: string, id: string): string | undefined => {
     let docs = texts.get(collection);
     const memoized = docs?.get(id);
-    if (memoized !== undefined) return memoized;
+    if (memoized !== undefined) {
+      hits += 1;
+      return memoized;
+    }
+    misses += 1;
     const text = selectText.get(collection, id);
-    if (text === undefined) return undefined;
-    if (memoSize + text.length > options.memoBytes) forget();
-    if (!docs || !texts.has(collection)) texts.set(collection, (docs = new Map()));
+    if (text === undefined || memoSize + text.length + id.length > options.memoBytes) return text;
+    if (!docs) texts.set(collection, (docs = new Map()));
     docs.set(id, text);
     memoSize += text.length + id.length;
     return text;
   };
-  return {
+  const queries: ReadQueries = {
     get: (collection, id) =>
       inSnapshot(() => {
         const text = getText(collection, id);
@@ -258,10 +272,12 @@ function snapshotQueriesOn(db: Database.Database, options: { maxLagMs: number; m
         return text === undefined ? null : (JSON.parse(text) as Doc);
       }),
     getJson: (collection, id) => inSnapshot(() => getText(collection, id) ?? null),
-    find: (collection, filter, findOptions) => inSnapshot(() => queries.find(collection, filter, findOptions)),
-    getMany: (collection, ids) => inSnapshot(() => queries.getMany(collection, ids)),
-    sum: (collection, filter, field) => inSnapshot(() => queries.sum(collection, filter, field)),
+    find: (collection, filter, findOptions) => inSnapshot(() => direct.find(collection, filter, findOptions)),
+    getMany: (collection, ids) => inSnapshot(() => direct.getMany(collection, ids)),
+    sum: (collection, filter, field) => inSnapshot(() => direct.sum(collection, filter, field)),
   };
+  const memo = (): MemoStats => ({ documents: [...texts.values()].reduce((n, docs) => n + docs.size, 0), hits, misses });
+  return { queries, memo };
 }
 
 export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteReadStore {
@@ -290,7 +306,7 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
   );
   const deleteAll = db.prepare<[string]>('DELETE FROM docs WHERE collection = ?');
   let writesSoFar = 0;
-  let snapshot: { db: Database.Database; queries: ReadQueries } | undefined;
+  let snapshot: { db: Database.Database; queries: ReadQueries; memo: () => MemoStats } | undefined;
 
   /**
    * Once writes pause, the WAL is copied back into the database (a passive checkpoint, which
@@ -334,16 +350,14 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
         opened.pragma('cache_size = -65536');
         opened.pragma('mmap_size = 268435456');
       });
-      snapshot = {
-        db: second,
-        queries: guardMethods(file, snapshotQueriesOn(second, { maxLagMs, memoBytes, writes: () => writesSoFar })),
-      };
+      const made = snapshotQueriesOn(second, { maxLagMs, memoBytes, writes: () => writesSoFar });
+      snapshot = { db: second, queries: guardMethods(file, made.queries), memo: made.memo };
     }
     return snapshot.queries;
   };
 
   // Every method, so that a storage fault anywhere is a retriable 503 naming no path.
-  const methods = guardMethods<Omit<SqliteReadStore, 'snapshotQueries'>>(file, {
+  const methods = guardMethods<Omit<SqliteReadStore, 'snapshotQueries' | 'snapshotMemo'>>(file, {
     ...queries,
     async put(collection, doc, expectedRev) {
       checkpointWhenIdle();
@@ -369,5 +383,6 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
       db.close();
     },
   });
-  return { ...methods, snapshotQueries };
+  const snapshotMemo = (): MemoStats => snapshot?.memo() ?? { documents: 0, hits: 0, misses: 0 };
+  return { ...methods, snapshotQueries, snapshotMemo };
 }
