@@ -24,9 +24,10 @@ import { measureWebhooks } from './webhooks';
  * shifts by a fifth within minutes, which measured one after the other moved a ratio by as much.
  *
  * Environment: BENCH_CONNECTIONS (50), BENCH_WARMUP and BENCH_DURATION (3 and 10 seconds per HTTP
- * figure), BENCH_ROUNDS (2: the turns each side's DURATION is cut into), BENCH_JOBS (5000 finished jobs seeded for replay), BENCH_LOG_LEVEL (info, as in
- * production), BENCH_PROFILE=1 (then CPU profiles of both services under their load), BENCH_ONLY
- * (the phases to run, as letters: `ab` for the HTTP figures alone).
+ * figure), BENCH_ROUNDS (2: the turns each side's DURATION is cut into), BENCH_JOBS (5000
+ * finished jobs seeded for replay), BENCH_LOG_LEVEL (info, as in production), BENCH_PROFILE=1
+ * (then CPU profiles of both services under their load), BENCH_ONLY (the phases to run, as
+ * letters: `ab` for the HTTP figures alone).
  */
 
 const num = (name: string, fallback: number) => {
