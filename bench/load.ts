@@ -79,20 +79,20 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
 }
 
 /**
- * A baseline and a subject measured in turns (ABAB…): both warm up, then `rounds` slices of each
+ * Baselines and a subject measured in turns (ABCABC…): all warm up, then `rounds` slices of each
  * alternate, so that a change in the machine's speed during the run (this VM's shifts by ±20 %
- * within minutes) weighs on both sides alike instead of on whichever ran in the slower minutes.
+ * within minutes) weighs on every side alike instead of on whichever ran in the slower minutes.
+ * Results come back in the order of `sides`.
  */
-export async function compare(baseline: LoadOptions, subject: LoadOptions, rounds: number): Promise<[LoadResult, LoadResult]> {
-  const slices: [(LoadResult | null)[], (LoadResult | null)[]] = [[], []];
-  for (const [side, options] of [baseline, subject].entries()) {
+export async function compare(sides: readonly LoadOptions[], rounds: number): Promise<LoadResult[]> {
+  const slices: (LoadResult | null)[][] = sides.map(() => []);
+  for (const [side, options] of sides.entries()) {
     slices[side].push(options.warmupSeconds > 0 ? await run(options, options.warmupSeconds, options.onBody) : null);
   }
   for (let i = 0; i < rounds; i++) {
-    for (const [side, options] of [baseline, subject].entries())
-      slices[side].push(await run(options, options.seconds / rounds, options.onBody));
+    for (const [side, options] of sides.entries()) slices[side].push(await run(options, options.seconds / rounds, options.onBody));
   }
-  return [merge(slices[0]), merge(slices[1])];
+  return slices.map(merge);
 }
 
 /**

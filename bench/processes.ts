@@ -59,11 +59,11 @@ async function whenReady(name: string, child: ChildProcess, ready: Promise<void>
 }
 
 /** The bare Koa server, run through tsx like the bench itself; ready when it prints `ready <port>`. */
-export async function startBaseline(): Promise<Started> {
+export async function startBaseline(env: NodeJS.ProcessEnv = {}): Promise<Started> {
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'baseline-server.ts')], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port) },
+    env: { ...process.env, ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';

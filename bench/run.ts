@@ -13,7 +13,10 @@ import { measureWebhooks } from './webhooks';
 /**
  * `npm run bench`: every figure is a ratio against a baseline measured in the same run on the
  * same machine, because absolute numbers say more about the machine than about the code. The
- * baseline is a bare Koa + @koa/router server in its own process; the service is the built
+ * baseline is a bare Koa + @koa/router server in its own process, sent the same requests as the
+ * service and answering them with a sample of the service's own answer (the same exchange: what
+ * the ratio leaves is the service's own work; see `baseline-server.ts`), and, for comparison
+ * with earlier runs, a 30-byte answer on a bare path; the service is the built
  * command-api and query-api, each in its own process on the embedded adapters, sharing one fresh
  * DATA_DIR; autocannon runs here, in neither. Goals are DESIGN §7's.
  *
@@ -112,45 +115,58 @@ async function main() {
   try {
     phase('building (tsc -p tsconfig.build.json)');
     await build();
-    const baseline = await startBaseline();
-    started.push(baseline);
     const { token } = await admin(env, 'drive', 'create', '--name', 'Bench');
     const auth = { authorization: `Bearer ${token}` };
     const common = { connections: CONNECTIONS, warmupSeconds: WARMUP, seconds: DURATION };
 
     phase(
-      `(a) POST: bare Koa and the accept path in turns (${WARMUP} s warm-up + ${ROUNDS} × ${DURATION / ROUNDS} s each, ${CONNECTIONS} connections)`,
+      `(a) POST: bare Koa (two baselines) and the accept path in turns (${WARMUP} s warm-up + ${ROUNDS} × ${DURATION / ROUNDS} s each, ${CONNECTIONS} connections)`,
     );
     const command = await startService('command-api', env, join(dataDir, 'command-api.log'));
     started.push(command);
     const post: Omit<LoadOptions, 'url'> = { ...common, method: 'POST', expect: 201, body: IMPORT_BODY };
-    const jobIds: string[] = [];
-    const [barePost, accept] = await compare(
-      { ...post, url: `${baseline.url}/post` },
-      {
-        ...post,
-        url: `${command.url}/v1/jobs/import/project_media`,
-        headers: auth,
-        onBody: (body) => jobIds.push((JSON.parse(body) as { job_id: string }).job_id),
-      },
+    const acceptUrl = `${command.url}/v1/jobs/import/project_media`;
+    // One import accepted first: its answer is the one the same-exchange baseline sends back.
+    const postAnswer = await sampleAnswer(acceptUrl, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: IMPORT_BODY,
+    });
+    const jobIds: string[] = [(JSON.parse(postAnswer) as { job_id: string }).job_id];
+    const postBaseline = await startBaseline({ BASELINE_POST_ANSWER: postAnswer });
+    started.push(postBaseline);
+    const [thinPost, barePost, accept] = await compare(
+      [
+        { ...post, url: `${postBaseline.url}/post` },
+        // The same request, and its answer read the same way (the accept side collects job ids).
+        { ...post, url: `${postBaseline.url}/v1/jobs/import/project_media`, headers: auth, onBody: (body) => void JSON.parse(body) },
+        { ...post, url: acceptUrl, headers: auth, onBody: (body) => jobIds.push((JSON.parse(body) as { job_id: string }).job_id) },
+      ],
       ROUNDS,
     );
     await stop(command);
-    if (jobIds.length === 0) throw new Error(`no import was accepted in (a): ${accept.samples.join(' | ') || 'no responses'}`);
+    await stop(postBaseline);
 
-    phase(`(b) GET: query-api projects the ${jobIds.length} accepted jobs, then bare Koa and GET /v1/jobs/{id} in turns`);
+    phase(`(b) GET: query-api projects the ${jobIds.length} accepted jobs, then bare Koa (two baselines) and GET /v1/jobs/{id} in turns`);
     const query = await startService('query-api', env, join(dataDir, 'query-api.log'));
     started.push(query);
     await projectionCaughtUp(dataDir);
     const get: Omit<LoadOptions, 'url'> = { ...common, method: 'GET', expect: 200 };
+    const getAnswer = await sampleAnswer(`${query.url}/v1/jobs/${jobIds[0]}`, { headers: auth });
+    const getBaseline = await startBaseline({ BASELINE_GET_ANSWER: getAnswer });
+    started.push(getBaseline);
     let next = 0;
-    const [bareGet, jobRead] = await compare(
-      { ...get, url: `${baseline.url}/get` },
-      { ...get, url: query.url, headers: auth, nextPath: () => `/v1/jobs/${jobIds[next++ % jobIds.length]}` },
+    let nextBare = 0;
+    const [thinGet, bareGet, jobRead] = await compare(
+      [
+        { ...get, url: `${getBaseline.url}/get` },
+        { ...get, url: getBaseline.url, headers: auth, nextPath: () => `/v1/jobs/${jobIds[nextBare++ % jobIds.length]}` },
+        { ...get, url: query.url, headers: auth, nextPath: () => `/v1/jobs/${jobIds[next++ % jobIds.length]}` },
+      ],
       ROUNDS,
     );
     await stop(query);
-    await stop(baseline);
+    await stop(getBaseline);
 
     if (runs('c')) phase(`(c) replay of ${REPLAY_JOBS} seeded jobs (${REPLAY_JOBS * 4} events)`);
     const replay = runs('c') ? await measureReplay(REPLAY_JOBS) : undefined;
@@ -171,12 +187,17 @@ async function main() {
       ...(replay ? { replay: replay.replayPerSecond >= GOALS.replayPerSecond } : {}),
     };
     const ms = (r: LoadResult) => `p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms`;
+    const against = (subject: LoadResult, thin: LoadResult) => (subject.requestsPerSecond / thin.requestsPerSecond).toFixed(2);
     console.log(
       `\nnode ${process.version}, ${CONNECTIONS} connections, ${WARMUP} s warm-up + ${DURATION} s per HTTP figure, ` +
         `services on embedded adapters with LOG_LEVEL=${LOG_LEVEL}\n`,
     );
     printTable([
-      { figure: '(a) bare Koa POST (baseline)', value: rate(barePost.requestsPerSecond, 'req/s'), baseline: ms(barePost) },
+      {
+        figure: '(a) bare Koa POST, the same exchange (baseline)',
+        value: rate(barePost.requestsPerSecond, 'req/s'),
+        baseline: ms(barePost),
+      },
       {
         figure: '(a) POST /v1/jobs/import/project_media',
         value: rate(accept.requestsPerSecond, 'req/s'),
@@ -192,7 +213,12 @@ async function main() {
         met: met.p99,
       },
       { figure: '    responses other than 201', value: String(sum(accept.unexpected)), goal: '0', met: met.all201 },
-      { figure: '(b) bare Koa GET (baseline)', value: rate(bareGet.requestsPerSecond, 'req/s'), baseline: ms(bareGet) },
+      {
+        figure: '    against a bare POST /post (30-byte answer)',
+        value: rate(thinPost.requestsPerSecond, 'req/s'),
+        ratio: against(accept, thinPost),
+      },
+      { figure: '(b) bare Koa GET, the same exchange (baseline)', value: rate(bareGet.requestsPerSecond, 'req/s'), baseline: ms(bareGet) },
       {
         figure: '(b) GET /v1/jobs/{id}',
         value: rate(jobRead.requestsPerSecond, 'req/s'),
@@ -200,6 +226,11 @@ async function main() {
         ratio: getRatio.toFixed(2),
         goal: `>= ${GOALS.getRatio}`,
         met: met.get,
+      },
+      {
+        figure: '    against a bare GET /get (30-byte answer)',
+        value: rate(thinGet.requestsPerSecond, 'req/s'),
+        ratio: against(jobRead, thinGet),
       },
       ...(replay
         ? [
@@ -247,6 +278,8 @@ async function main() {
       post_p99_ms: accept.p99Ms,
       post_non_201: sum(accept.unexpected),
       get_ratio: round(getRatio),
+      post_ratio_to_thin: round(accept.requestsPerSecond / thinPost.requestsPerSecond),
+      get_ratio_to_thin: round(jobRead.requestsPerSecond / thinGet.requestsPerSecond),
       replay_events_per_s: replay?.replayPerSecond,
       search_one_word_p99_ms: search?.oneWord.p99,
       search_phrase_p99_ms: search?.phrase.p99,
@@ -292,6 +325,14 @@ async function profile(
     const t = summarize(other.file, 3);
     printProfile(`${name} thread ${other.thread} (the event store's)`, [{ title: 'self time', rows: t.selfByFunction }], t.busyMs, total);
   }
+}
+
+/** One answer of the service, as the same-exchange baseline will send it back. */
+async function sampleAnswer(url: string, init: RequestInit): Promise<string> {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url} answered ${res.status}: ${text.slice(0, 300)}`);
+  return text;
 }
 
 const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
