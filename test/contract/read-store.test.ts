@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
-import { createSqliteReadStore } from '../../lib/adapters/embedded/read-store';
+import { createSqliteReadStore, findSql } from '../../lib/adapters/embedded/read-store';
 import { createMongoReadStore } from '../../lib/adapters/mongodb/read-store';
 import type { ReadStore } from '../../lib/ports/read-store';
 import { waitFor } from '../fixtures/wait';
@@ -113,6 +113,77 @@ describe('ReadStore: embedded, its write-ahead log', () => {
     } finally {
       reader.close();
       await store.close();
+    }
+  });
+});
+
+describe('ReadStore: embedded, its indexes', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'read-store-indexes-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const indexesOf = (path: string) => {
+    const db = new Database(path, { readonly: true });
+    try {
+      return db
+        .prepare<[], { name: string; sql: string }>(
+          "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'docs' AND sql IS NOT NULL",
+        )
+        .all();
+    } finally {
+      db.close();
+    }
+  };
+
+  it('indexes each collection’s documents only, and drops the whole-table indexes of older stores', async () => {
+    const path = join(dir, 'read.sqlite');
+    // A store as made before: an index over every document of the table, led by the collection,
+    // under the name ensureIndex gave it then.
+    const old = createSqliteReadStore({ path });
+    await old.close();
+    const legacy = new Database(path);
+    legacy.exec(
+      `CREATE INDEX "docs_jobs_drive_id_created_at_36630e7991f8" ON docs (collection, json_extract(doc, '$.drive_id'), json_extract(doc, '$.created_at'))`,
+    );
+    legacy.close();
+
+    const store = createSqliteReadStore({ path });
+    try {
+      await store.ensureIndex('jobs', ['drive_id', 'created_at']);
+      await store.ensureIndex("o'clock", ['drive_id']);
+      const indexes = indexesOf(path);
+      assert.equal(indexes.length, 2, JSON.stringify(indexes));
+      assert.match(indexes.find((i) => i.name.startsWith('docs_jobs_'))!.sql, /WHERE collection = 'jobs'$/);
+      assert.match(indexes.find((i) => i.name.startsWith('docs_o_clock_'))!.sql, /WHERE collection = 'o''clock'$/);
+      await store.put("o'clock", { _id: 'a', _rev: 0, drive_id: 'd' }, null);
+      assert.deepEqual(
+        (await store.find("o'clock", { drive_id: 'd' })).map((d) => d._id),
+        ['a'],
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('answers a filtered, sorted page from the collection’s index, without sorting', async () => {
+    const path = join(dir, 'read.sqlite');
+    const store = createSqliteReadStore({ path });
+    await store.ensureIndex('jobs', ['drive_id', 'created_at']);
+    await store.ensureIndex('projects', ['drive_id', 'created_at']);
+    await store.close();
+    const db = new Database(path, { readonly: true });
+    try {
+      const query = findSql('jobs', { drive_id: 'd1', created_at: { $lt: '2026' } }, { sort: [['created_at', -1]], limit: 10 });
+      const plan = db
+        .prepare(`EXPLAIN QUERY PLAN ${query.text}`)
+        .all(...query.params)
+        .map((row) => (row as { detail: string }).detail)
+        .join('\n');
+      assert.match(plan, /USING INDEX docs_jobs_drive_id_created_at_/, plan);
+      // Sorted by the index; only runs of equal `created_at` are ordered by id (the tie-break).
+      assert.doesNotMatch(plan, /TEMP B-TREE FOR ORDER BY/, plan);
+    } finally {
+      db.close();
     }
   });
 });
