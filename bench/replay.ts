@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSqliteEventStore, type SqliteEventStore } from '../lib/adapters/embedded/event-store';
 import { createSqliteReadStore } from '../lib/adapters/embedded/read-store';
+import { randomIds } from '../lib/adapters/system/clock';
 import type { NewEvent } from '../lib/ports/event-store';
 import { replayReadModels } from '../services/query-api/replay';
 
@@ -17,12 +18,13 @@ export type ReplayFigures = { events: number; readPerSecond: number; replayPerSe
 
 const seconds = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e9;
 
+/** A finished import as the service makes one: its job and project ids are time-ordered (v7). */
 function finishedJob(i: number, driveId: string): { streamId: string; events: NewEvent[] } {
-  const jobId = `project-media-import-${randomUUID()}`;
+  const jobId = `project-media-import-${randomIds.uuidv7()}`;
   const metadata = { partition_key: `p${i % 100}` };
   const at = new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
   const event = (type: string, data: Record<string, unknown>): NewEvent => ({
-    id: randomUUID(),
+    id: randomIds.uuidv7(),
     type,
     data: { job_id: jobId, ...data },
     metadata,
@@ -33,7 +35,7 @@ function finishedJob(i: number, driveId: string): { streamId: string; events: Ne
       event('JobQueued', {
         job_type: 'import/project_media',
         drive_id: driveId,
-        project_id: randomUUID(),
+        project_id: randomIds.uuidv7(),
         project_url: 'http://w/p',
         created_by: 'u',
         callback_url: null,
