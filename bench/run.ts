@@ -27,7 +27,7 @@ import { measureWebhooks } from './webhooks';
  * shifts by a fifth within minutes, which measured one after the other moved a ratio by as much.
  *
  * Environment: BENCH_CONNECTIONS (50), BENCH_WARMUP and BENCH_DURATION (3 and 10 seconds per HTTP
- * figure), BENCH_ROUNDS (2: the turns each side's DURATION is cut into), BENCH_JOBS (5000
+ * figure), BENCH_ROUNDS (5: the turns each side's DURATION is cut into), BENCH_JOBS (5000
  * finished jobs seeded for replay), BENCH_LOG_LEVEL (info, as in production), BENCH_PROFILE=1
  * (then CPU profiles of both services under their load), BENCH_ONLY (the phases to run, as
  * letters: `ab` for the HTTP figures alone).
@@ -42,7 +42,7 @@ const CONNECTIONS = num('BENCH_CONNECTIONS', 50);
 const WARMUP = num('BENCH_WARMUP', 3);
 const DURATION = num('BENCH_DURATION', 10);
 // Baseline and service take turns, DURATION / ROUNDS seconds at a time (see `compare`).
-const ROUNDS = Math.max(1, Math.round(num('BENCH_ROUNDS', 2)));
+const ROUNDS = Math.max(1, Math.round(num('BENCH_ROUNDS', 5)));
 const REPLAY_JOBS = num('BENCH_JOBS', 5000);
 // Production's default level: the access log line per request is part of what a request costs.
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
