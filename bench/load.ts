@@ -34,6 +34,8 @@ export type LoadResult = {
   unexpected: Map<string, number>;
   /** A few bodies of unexpected responses, to say what went wrong. */
   samples: string[];
+  /** Requests per second of each measured turn, in order (one, when not measured in turns). */
+  turns: number[];
 };
 
 async function run(options: LoadOptions, seconds: number, onBody?: (body: string) => void): Promise<LoadResult> {
@@ -69,6 +71,7 @@ async function run(options: LoadOptions, seconds: number, onBody?: (body: string
     total: result.requests.total,
     unexpected,
     samples,
+    turns: [result.requests.total / result.duration],
   };
 }
 
@@ -112,5 +115,13 @@ function merge([warm, ...measured]: (LoadResult | null)[]): LoadResult {
     total,
     unexpected,
     samples: [warm, ...measured].flatMap((r) => r?.samples ?? []).slice(0, 5),
+    turns: measured.flatMap((r) => r!.turns),
   };
 }
+
+/**
+ * The subject's rate over the baseline's, turn by turn (each pair ran seconds apart): shows a
+ * trend over the turns (a warming cache) or one turn the VM slowed down, which the overall
+ * ratio hides.
+ */
+export const turnRatios = (subject: LoadResult, baseline: LoadResult): number[] => subject.turns.map((rate, i) => rate / baseline.turns[i]);

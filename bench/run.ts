@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSqliteEventStore } from '../lib/adapters/embedded/event-store';
 import { PROJECTIONS_GROUP } from '../services/query-api/projector';
-import { compare, load, type LoadOptions, type LoadResult } from './load';
+import { compare, load, turnRatios, type LoadOptions, type LoadResult } from './load';
 import { profilesByThread, summarize, type Share } from './profile';
 import { admin, build, killAll, startBaseline, startService, stop, type Started } from './processes';
 import { measureReplay } from './replay';
@@ -188,6 +188,10 @@ async function main() {
     };
     const ms = (r: LoadResult) => `p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms`;
     const against = (subject: LoadResult, thin: LoadResult) => (subject.requestsPerSecond / thin.requestsPerSecond).toFixed(2);
+    const turns = (subject: LoadResult, bare: LoadResult) =>
+      turnRatios(subject, bare)
+        .map((r) => r.toFixed(2))
+        .join(' ');
     console.log(
       `\nnode ${process.version}, ${CONNECTIONS} connections, ${WARMUP} s warm-up + ${DURATION} s per HTTP figure, ` +
         `services on embedded adapters with LOG_LEVEL=${LOG_LEVEL}\n`,
@@ -213,6 +217,7 @@ async function main() {
         met: met.p99,
       },
       { figure: '    responses other than 201', value: String(sum(accept.unexpected)), goal: '0', met: met.all201 },
+      { figure: '    ratio turn by turn', value: turns(accept, barePost) },
       {
         figure: '    against a bare POST /post (30-byte answer)',
         value: rate(thinPost.requestsPerSecond, 'req/s'),
@@ -227,6 +232,8 @@ async function main() {
         goal: `>= ${GOALS.getRatio}`,
         met: met.get,
       },
+      // Rises over the turns: the first read of each job (each is polled two or three times) costs more than a repeat.
+      { figure: '    ratio turn by turn', value: turns(jobRead, bareGet) },
       {
         figure: '    against a bare GET /get (30-byte answer)',
         value: rate(thinGet.requestsPerSecond, 'req/s'),
@@ -278,6 +285,8 @@ async function main() {
       post_p99_ms: accept.p99Ms,
       post_non_201: sum(accept.unexpected),
       get_ratio: round(getRatio),
+      post_turns: turnRatios(accept, barePost).map(round),
+      get_turns: turnRatios(jobRead, bareGet).map(round),
       post_ratio_to_thin: round(accept.requestsPerSecond / thinPost.requestsPerSecond),
       get_ratio_to_thin: round(jobRead.requestsPerSecond / thinGet.requestsPerSecond),
       replay_events_per_s: replay?.replayPerSecond,
