@@ -11,6 +11,7 @@ import { findPage } from '../../lib/http/cursor';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
 import { evolveJobDoc, JOBS, renderJob } from '../../lib/read-models/jobs';
+import { keptJobAnswers } from './kept-answers';
 import { mountProjects, timeRange } from './projects';
 import { mountSearch } from './search';
 import { mountDeliveries } from './deliveries';
@@ -107,35 +108,4 @@ export function createApp(deps: QueryApiDeps): HttpApp {
 /** When the projection has not caught up yet (a job accepted a moment ago): the job's stream folded on the spot. */
 async function foldJob(deps: QueryApiDeps, jobId: string): Promise<Doc | null> {
   return foldDocument(await deps.store.readStream(streams.job(jobId)), evolveJobDoc);
-}
-
-type JobAnswer = { readonly source: string; readonly driveId: unknown; readonly json: string };
-
-/** Answers kept, at most this many; emptied whole when full. */
-const KEPT_ANSWERS = 200_000;
-
-/**
- * `GET /jobs/{id}`, the route clients poll: the answer made from a job document is kept for as
- * long as the read model hands out the same document text, so a poll of an unchanged job neither
- * parses nor renders nor serializes (about a tenth of the request, measured). A job the read
- * model has not reached yet is folded from its stream and not kept: it is a moment old.
- */
-function keptJobAnswers() {
-  const kept = new Map<string, JobAnswer>();
-  const answer = (doc: Doc, source: string): JobAnswer => ({ source, driveId: doc.drive_id, json: JSON.stringify(renderJob(doc)) });
-  return {
-    async of(jobId: string, text: () => Promise<string | null>, fold: () => Promise<Doc | null>): Promise<JobAnswer | null> {
-      const source = await text();
-      if (source === null) {
-        const folded = await fold();
-        return folded && answer(folded, '');
-      }
-      const hit = kept.get(jobId);
-      if (hit?.source === source) return hit;
-      const made = answer(JSON.parse(source) as Doc, source);
-      if (kept.size >= KEPT_ANSWERS) kept.clear();
-      kept.set(jobId, made);
-      return made;
-    },
-  };
 }
