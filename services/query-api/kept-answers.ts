@@ -2,10 +2,10 @@ import { LRUCache } from 'lru-cache';
 import type { Doc } from '../../lib/ports/read-store';
 import { renderJob } from '../../lib/read-models/jobs';
 
-export type JobAnswer = { readonly source: string; readonly driveId: unknown; readonly json: string };
+type JobAnswer = { readonly source: string; readonly driveId: unknown; readonly json: string };
 
 /** Answers kept by default: about 100 MB of answers and the document texts they were made from. */
-export const KEPT_ANSWERS = 200_000;
+const KEPT_ANSWERS = 200_000;
 
 /**
  * `GET /jobs/{id}`, the route clients poll: the answer made from a job document is kept for as
