@@ -146,6 +146,7 @@ async function main() {
     );
     await stop(command);
     await stop(postBaseline);
+    if (jobIds.length === 1) throw new Error(`no import was accepted under load in (a): ${accept.samples.join(' | ') || 'no responses'}`);
 
     phase(`(b) GET: query-api projects the ${jobIds.length} accepted jobs, then bare Koa (two baselines) and GET /v1/jobs/{id} in turns`);
     const query = await startService('query-api', env, join(dataDir, 'query-api.log'));
@@ -177,8 +178,8 @@ async function main() {
     if (runs('e')) phase('(e) webhook deliveries to a loopback receiver in its own process');
     const hooks = runs('e') ? await measureWebhooks() : undefined;
 
-    const postRatio = accept.requestsPerSecond / barePost.requestsPerSecond;
-    const getRatio = jobRead.requestsPerSecond / bareGet.requestsPerSecond;
+    const postRatio = ratioOf(accept, barePost);
+    const getRatio = ratioOf(jobRead, bareGet);
     const met = {
       post: postRatio >= GOALS.postRatio,
       p99: accept.p99Ms <= GOALS.postP99Ms,
@@ -187,7 +188,6 @@ async function main() {
       ...(replay ? { replay: replay.replayPerSecond >= GOALS.replayPerSecond } : {}),
     };
     const ms = (r: LoadResult) => `p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms`;
-    const against = (subject: LoadResult, thin: LoadResult) => (subject.requestsPerSecond / thin.requestsPerSecond).toFixed(2);
     const turns = (subject: LoadResult, bare: LoadResult) =>
       turnRatios(subject, bare)
         .map((r) => r.toFixed(2))
@@ -221,7 +221,7 @@ async function main() {
       {
         figure: '    against a bare POST /post (30-byte answer)',
         value: rate(thinPost.requestsPerSecond, 'req/s'),
-        ratio: against(accept, thinPost),
+        ratio: ratioOf(accept, thinPost).toFixed(2),
       },
       { figure: '(b) bare Koa GET, the same exchange (baseline)', value: rate(bareGet.requestsPerSecond, 'req/s'), baseline: ms(bareGet) },
       {
@@ -237,7 +237,7 @@ async function main() {
       {
         figure: '    against a bare GET /get (30-byte answer)',
         value: rate(thinGet.requestsPerSecond, 'req/s'),
-        ratio: against(jobRead, thinGet),
+        ratio: ratioOf(jobRead, thinGet).toFixed(2),
       },
       ...(replay
         ? [
@@ -287,8 +287,8 @@ async function main() {
       get_ratio: round(getRatio),
       post_turns: turnRatios(accept, barePost).map(round),
       get_turns: turnRatios(jobRead, bareGet).map(round),
-      post_ratio_to_thin: round(accept.requestsPerSecond / thinPost.requestsPerSecond),
-      get_ratio_to_thin: round(jobRead.requestsPerSecond / thinGet.requestsPerSecond),
+      post_ratio_to_thin: round(ratioOf(accept, thinPost)),
+      get_ratio_to_thin: round(ratioOf(jobRead, thinGet)),
       replay_events_per_s: replay?.replayPerSecond,
       search_one_word_p99_ms: search?.oneWord.p99,
       search_phrase_p99_ms: search?.phrase.p99,
@@ -344,6 +344,7 @@ async function sampleAnswer(url: string, init: RequestInit): Promise<string> {
   return text;
 }
 
+const ratioOf = (subject: LoadResult, baseline: LoadResult) => subject.requestsPerSecond / baseline.requestsPerSecond;
 const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
 const round = (x: number) => Math.round(x * 100) / 100;
 
