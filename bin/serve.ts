@@ -42,7 +42,7 @@ runService('serve', async (config, logger) => {
     ...commandDeps(config, store),
     balance: createBalanceReader({ store, read: readSide.read }),
   });
-  const queryApp = createQueryApp({ ...shared, ...queryDeps(config, readSide, store) });
+  const queryApp = createQueryApp({ ...shared, ...queryDeps(config, readSide, store, metrics) });
   const server = createHttpServer(routeByMethod(commandApp, queryApp));
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterMongo, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../config';
+import type { CacheStats } from '../observability/metrics';
 import { EVENT_SCHEMA_DIR } from '../paths';
 import type { DeadLetterStore } from '../ports/dead-letters';
 import type { EventLog, LogProducer } from '../ports/event-log';
@@ -105,14 +106,22 @@ export async function openLogProducer(config: Config, logger: Logger): Promise<L
  * `queries` is what the APIs answer from: in SQLite a snapshot at most 20 ms old (see
  * `snapshotQueries`), in MongoDB the store itself.
  */
-export type ReadSide = { read: ReadStore; queries: ReadQueries; search: SearchIndex; mongo?: MongoClient; close(): Promise<void> };
+export type ReadSide = {
+  read: ReadStore;
+  queries: ReadQueries;
+  search: SearchIndex;
+  mongo?: MongoClient;
+  /** The in-memory caches of `queries`, by name, for `Metrics.watchCache`. */
+  caches: Readonly<Record<string, () => CacheStats>>;
+  close(): Promise<void>;
+};
 
 export async function openReadStore(config: Config): Promise<ReadSide> {
   if (config.mongoUrl) {
     const mongo = await MongoClient.connect(config.mongoUrl);
     const read = createMongoReadStore(mongo.db());
     const search = await createMongoSearchIndex(mongo.db());
-    return { read, queries: read, search, mongo, close: () => mongo.close() };
+    return { read, queries: read, search, mongo, caches: {}, close: () => mongo.close() };
   }
   mkdirSync(config.dataDir, { recursive: true });
   const read = createSqliteReadStore({ path: join(config.dataDir, 'read.sqlite') });
@@ -121,6 +130,12 @@ export async function openReadStore(config: Config): Promise<ReadSide> {
     read,
     queries: read.snapshotQueries(),
     search,
+    caches: {
+      document_texts: () => {
+        const memo = read.snapshotMemo();
+        return { entries: memo.documents, hits: memo.hits, misses: memo.misses };
+      },
+    },
     async close() {
       await search.close();
       await read.close();

@@ -12,6 +12,9 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 
 export type JobOutcome = 'success' | 'partial' | 'error' | 'cancelled';
 
+/** What an in-memory cache of the read path reports: entries held, and lookups since it was made. */
+export type CacheStats = { readonly entries: number; readonly hits: number; readonly misses: number };
+
 /** Seconds. HTTP answers are expected in milliseconds; jobs run from seconds to an hour. */
 const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const JOB_BUCKETS = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
@@ -21,6 +24,9 @@ export function createMetrics(options: { defaultLabels?: Record<string, string> 
   if (options.defaultLabels) registry.setDefaultLabels(options.defaultLabels);
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
+  // Caches report their own plain counts (no metric call on a hot path); read at each scrape.
+  const caches = new Map<string, () => CacheStats>();
+  const counted = new Map<string, { hits: number; misses: number }>();
   return {
     registry,
     /** Labelled by the matched route pattern (`/v1/jobs/:job_id`), `unmatched` when none matched. */
@@ -68,6 +74,36 @@ export function createMetrics(options: { defaultLabels?: Record<string, string> 
       labelNames: ['source'] as const,
       registers,
     }),
+    readCacheEntries: new Gauge({
+      name: 'read_cache_entries',
+      help: 'Entries held by an in-memory cache of the read path, by cache',
+      labelNames: ['cache'] as const,
+      registers,
+      collect() {
+        for (const [cache, stats] of caches) this.set({ cache }, stats().entries);
+      },
+    }),
+    readCacheLookups: new Counter({
+      name: 'read_cache_lookups_total',
+      help: 'Lookups in an in-memory cache of the read path, by cache and result (hit, miss)',
+      labelNames: ['cache', 'result'] as const,
+      registers,
+      collect() {
+        for (const [cache, stats] of caches) {
+          const now = stats();
+          const before = counted.get(cache) ?? { hits: 0, misses: 0 };
+          // Counts only grow, unless the cache was made anew: then all it counted is new.
+          const since = (n: number, b: number) => (n >= b ? n - b : n);
+          this.inc({ cache, result: 'hit' }, since(now.hits, before.hits));
+          this.inc({ cache, result: 'miss' }, since(now.misses, before.misses));
+          counted.set(cache, { hits: now.hits, misses: now.misses });
+        }
+      },
+    }),
+    /** Reports `stats` as the cache `name` in `read_cache_entries` and `read_cache_lookups_total`. */
+    watchCache(name: string, stats: () => CacheStats) {
+      caches.set(name, stats);
+    },
   };
 }
 

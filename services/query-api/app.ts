@@ -7,6 +7,7 @@ import type { EventStore } from '../../lib/ports/event-store';
 import type { Condition, Doc, ReadQueries } from '../../lib/ports/read-store';
 import { createApiApp, type ApiAppDeps, type HttpApp } from '../../lib/http/app';
 import type { LaneRoute } from '../../lib/http/express-lane';
+import type { CacheStats } from '../../lib/observability/metrics';
 import { findPage } from '../../lib/http/cursor';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
@@ -32,6 +33,8 @@ export type QueryApiDeps = ApiAppDeps & {
   webUrl: string;
   /** Why a URL is refused from its text alone (an internal address): the partner import page checks a link's URIs again. */
   urlRefusal: (url: string) => string | null;
+  /** Where the app's in-memory caches report how they do (`Metrics.watchCache`). */
+  watchCache?: (name: string, stats: () => CacheStats) => void;
 };
 
 export const API_VERSION = '1.2';
@@ -54,6 +57,7 @@ export function createApp(deps: QueryApiDeps): HttpApp {
     },
   });
   const answers = keptJobAnswers();
+  deps.watchCache?.('job_answers', answers.stats);
   const job: LaneRoute = {
     method: 'GET',
     path: '/jobs/:job_id',

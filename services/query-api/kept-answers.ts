@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import type { CacheStats } from '../../lib/observability/metrics';
 import type { Doc } from '../../lib/ports/read-store';
 import { renderJob } from '../../lib/read-models/jobs';
 
@@ -20,6 +21,8 @@ const KEPT_ANSWERS = 200_000;
 export function keptJobAnswers(capacity = KEPT_ANSWERS) {
   const kept = new LRUCache<string, JobAnswer>({ max: capacity });
   const answer = (doc: Doc, source: string): JobAnswer => ({ source, driveId: doc.drive_id, json: JSON.stringify(renderJob(doc)) });
+  let hits = 0;
+  let misses = 0;
   return {
     async of(jobId: string, text: () => Promise<string | null>, fold: () => Promise<Doc | null>): Promise<JobAnswer | null> {
       const source = await text();
@@ -28,10 +31,16 @@ export function keptJobAnswers(capacity = KEPT_ANSWERS) {
         return folded && answer(folded, '');
       }
       const hit = kept.get(jobId);
-      if (hit?.source === source) return hit;
+      if (hit?.source === source) {
+        hits += 1;
+        return hit;
+      }
+      misses += 1;
       const made = answer(JSON.parse(source) as Doc, source);
       kept.set(jobId, made);
       return made;
     },
+    /** Polls answered from a kept answer, and reads of a document that made a new one. */
+    stats: (): CacheStats => ({ entries: kept.size, hits, misses }),
   };
 }

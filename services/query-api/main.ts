@@ -16,7 +16,7 @@ runService('query-api', async (config, logger) => {
     ...common,
     metrics,
     port: config.port,
-    ...queryDeps(config, readSide, store),
+    ...queryDeps(config, readSide, store, metrics),
     models: readSide.read,
     log,
     onFatal: exitOnFatal(logger),

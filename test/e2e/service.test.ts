@@ -61,6 +61,23 @@ describe('e2e: the service process', function () {
       const listed = (await (await client.get('/jobs?limit=5')).json()) as { data: { job_id: string }[] };
       assert.equal(listed.data[0].job_id, job_id);
       assert.match(svc.output(), /"msg":"import accepted"/, 'the log explains what happened');
+
+      // The read path's caches, for operators sizing them: a poll of the unchanged job is a hit.
+      await client.get(`/jobs/${job_id}`);
+      await client.get(`/jobs/${job_id}`);
+      const metrics = await (await fetch(`${svc.base}/metrics`)).text();
+      const value = (series: string) =>
+        Number(
+          metrics
+            .split('\n')
+            .find((line) => line.startsWith(`${series} `))
+            ?.split(' ')[1],
+        );
+      assert.ok(value('read_cache_lookups_total{cache="job_answers",result="hit"}') >= 1, metrics);
+      assert.ok(value('read_cache_lookups_total{cache="job_answers",result="miss"}') >= 1, metrics);
+      assert.ok(value('read_cache_entries{cache="job_answers"}') >= 1, metrics);
+      assert.ok(value('read_cache_entries{cache="document_texts"}') >= 0, metrics);
+      assert.ok(value('read_cache_lookups_total{cache="document_texts",result="miss"}') >= 1, metrics);
     } finally {
       svc.child.kill('SIGTERM');
       assert.equal(await svc.exited, 0, 'a graceful stop exits 0');

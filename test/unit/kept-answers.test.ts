@@ -16,6 +16,17 @@ describe('GET /jobs/{id}: the kept answers', () => {
     assert.equal(JSON.parse(changed!.json).status, 'running');
   });
 
+  it('counts its hits and misses and the answers it holds, for /metrics', async () => {
+    const answers = keptJobAnswers(2);
+    assert.deepEqual(answers.stats(), { entries: 0, hits: 0, misses: 0 });
+    await answers.of('j1', async () => text('j1'), noFold);
+    await answers.of('j1', async () => text('j1'), noFold);
+    await answers.of('j1', async () => text('j1', 'running'), noFold);
+    await answers.of('j2', async () => text('j2'), noFold);
+    await answers.of('j3', async () => text('j3'), noFold);
+    assert.deepEqual(answers.stats(), { entries: 2, hits: 1, misses: 4 });
+  });
+
   it('keeps the jobs being polled when more jobs are read than it holds, dropping the least recently read', async () => {
     const answers = keptJobAnswers(100);
     const hot = ['hot-1', 'hot-2', 'hot-3'];

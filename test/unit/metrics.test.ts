@@ -105,6 +105,23 @@ describe('metrics: Prometheus registry per service', () => {
     assert.ok(sample(text, 'dead_letters_total{source="webhooks"}'));
   });
 
+  it('reports a watched cache at each scrape: entries as a gauge, lookups as counters that only grow', async () => {
+    const metrics = createMetrics();
+    let stats = { entries: 3, hits: 10, misses: 4 };
+    metrics.watchCache('job_answers', () => stats);
+    const value = async (series: string) => sample(await metrics.registry.metrics(), series)?.split(' ')[1];
+    assert.equal(await value('read_cache_entries{cache="job_answers"}'), '3');
+    assert.equal(await value('read_cache_lookups_total{cache="job_answers",result="hit"}'), '10');
+    assert.equal(await value('read_cache_lookups_total{cache="job_answers",result="miss"}'), '4');
+    stats = { entries: 2, hits: 15, misses: 4 };
+    assert.equal(await value('read_cache_entries{cache="job_answers"}'), '2');
+    assert.equal(await value('read_cache_lookups_total{cache="job_answers",result="hit"}'), '15', 'scraped twice, counted once');
+    // A cache made anew (its counts start again) adds what it counted since: the counter never goes back.
+    stats = { entries: 1, hits: 2, misses: 1 };
+    assert.equal(await value('read_cache_lookups_total{cache="job_answers",result="hit"}'), '17');
+    assert.equal(await value('read_cache_lookups_total{cache="job_answers",result="miss"}'), '5');
+  });
+
   it('keeps each registry to itself: two services in one process do not share series', async () => {
     const a = createMetrics();
     const b = createMetrics();
