@@ -1,5 +1,4 @@
 import { cleanEnv, makeValidator, port, str, url } from 'envalid';
-import { MongoClient } from 'mongodb';
 import { parseAllowlist } from './adapters/http/outbound-fetcher';
 
 /**
@@ -37,8 +36,11 @@ const list = makeValidator<string[]>(splitList);
  * message names the problem, never the string, which may hold a password.
  */
 const mongoUrl = makeValidator<string>((input) => {
+  // Loaded only when MONGO_URL is set: the driver is heavy (see adapters/distributed.ts).
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { checkMongoUrl } = require('./adapters/distributed') as typeof import('./adapters/distributed');
   try {
-    new MongoClient(input);
+    checkMongoUrl(input);
   } catch (err) {
     throw new Error(`not a MongoDB connection string: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }

@@ -1,6 +1,4 @@
-import { EventStoreDBClient } from '@eventstore/db-client';
-import { Kafka, logLevel } from 'kafkajs';
-import { MongoClient } from 'mongodb';
+import type { MongoClient } from 'mongodb';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,7 +6,6 @@ import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterMongo, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../config';
 import type { CacheStats } from '../observability/metrics';
-import { EVENT_SCHEMA_DIR } from '../paths';
 import type { DeadLetterStore } from '../ports/dead-letters';
 import type { EventLog, LogProducer } from '../ports/event-log';
 import type { EventStore } from '../ports/event-store';
@@ -19,18 +16,11 @@ import { createEmbeddedEventLog } from './embedded/event-log';
 import { createSqliteEventStore, type SqliteEventStore } from './embedded/event-store';
 import { createSqliteReadStore } from './embedded/read-store';
 import { createSqliteSearchIndex } from './embedded/search-index';
-import { createEsdbEventStore } from './eventstoredb/event-store';
 import { createFfprobeProber } from './ffmpeg/prober';
 import { resolveFfmpegPaths } from './ffmpeg/binaries';
 import { createOutboundFetcher, literalRefusal, parseAllowlist } from './http/outbound-fetcher';
-import { createAvroCodec } from './kafka/avro-codec';
-import { deadLetterTopicOf, withDeadLetterTopic } from './kafka/dead-letter-topic';
-import { createKafkaEventLog, createKafkaProducer, ensureTopic } from './kafka/event-log';
 import { createLocalBlobStore } from './local/blob-store';
 import { createTranscriber } from './transcriber/from-config';
-import { createMongoDeadLetterStore } from './mongodb/dead-letters';
-import { createMongoReadStore } from './mongodb/read-store';
-import { createMongoSearchIndex } from './mongodb/search-index';
 
 /**
  * Builds adapters from configuration: embedded when a server is not configured, distributed when
@@ -38,23 +28,17 @@ import { createMongoSearchIndex } from './mongodb/search-index';
  * resource is closed by whoever opened it.
  */
 
+/** The server adapters, loaded on first use only (see distributed.ts). */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const distributed = (): typeof import('./distributed') => require('./distributed');
+
 export function openEventStore(config: Config): EventStore | SqliteEventStore {
-  if (config.esdbUrl) return createEsdbEventStore(EventStoreDBClient.connectionString(config.esdbUrl));
+  if (config.esdbUrl) return distributed().esdbEventStore(config.esdbUrl);
   mkdirSync(config.dataDir, { recursive: true });
   return createSqliteEventStore({ path: join(config.dataDir, 'events.sqlite') });
 }
 
 const isSqlite = (store: EventStore): store is SqliteEventStore => 'loadCheckpoint' in store;
-
-export function kafkaClient(config: Config, logger: Logger): Kafka {
-  const k = config.kafka!;
-  return new Kafka({
-    clientId: 'media-project-service',
-    brokers: k.brokers,
-    logLevel: logLevel.WARN,
-    logCreator: () => (entry) => logger.child({ component: 'kafkajs' }).warn({ kafka: entry.log }, entry.log.message),
-  });
-}
 
 /**
  * Where poison events go: a table beside the events (embedded), or a MongoDB collection next to
@@ -65,40 +49,26 @@ export function kafkaClient(config: Config, logger: Logger): Kafka {
 export function openDeadLetters(config: Config, readSide: ReadSide, logger?: Logger): DeadLetterStore & { close(): Promise<void> } {
   let store: DeadLetterStore & { close(): Promise<void> };
   if (readSide.mongo) {
-    store = Object.assign(createMongoDeadLetterStore(readSide.mongo.db()), { close: async () => undefined });
+    store = Object.assign(distributed().mongoDeadLetters(readSide.mongo), { close: async () => undefined });
   } else {
     mkdirSync(config.dataDir, { recursive: true });
     const sqlite = createSqliteDeadLetterStore({ path: join(config.dataDir, 'events.sqlite') });
     // A copy, not Object.assign onto `sqlite`: its close would then call itself (a stack overflow on every stop).
     store = { ...sqlite, close: async () => sqlite.close() };
   }
-  if (!config.kafka || !logger) return store;
-  const copied = withDeadLetterTopic(store, { kafka: kafkaClient(config, logger), topic: deadLetterTopicOf(config.kafka.topic), logger });
-  return {
-    ...copied,
-    async close() {
-      await copied.close();
-      await store.close();
-    },
-  };
+  return config.kafka && logger ? distributed().withKafkaDeadLetterCopies(store, config.kafka, logger) : store;
 }
 
 /** The log consumers read: Kafka when configured, else the embedded store's `$all`. */
 export async function openEventLog(config: Config, store: EventStore, logger: Logger, deadLetters: DeadLetterStore): Promise<EventLog> {
-  if (config.kafka) {
-    const kafka = kafkaClient(config, logger);
-    await ensureTopic(kafka, config.kafka.topic, config.kafka.partitions);
-    const codec = createAvroCodec({ schemaDir: EVENT_SCHEMA_DIR });
-    return createKafkaEventLog({ kafka, topic: config.kafka.topic, codec, logger, deadLetters });
-  }
+  if (config.kafka) return distributed().kafkaEventLog(config.kafka, logger, deadLetters);
   if (!isSqlite(store)) throw new Error('invalid configuration: KAFKA_BROKERS: required when ESDB_URL is set');
   return createEmbeddedEventLog({ store, logger, deadLetters });
 }
 
 export async function openLogProducer(config: Config, logger: Logger): Promise<LogProducer> {
-  const kafka = kafkaClient(config, logger);
-  await ensureTopic(kafka, config.kafka!.topic, config.kafka!.partitions);
-  return createKafkaProducer({ kafka, topic: config.kafka!.topic, codec: createAvroCodec({ schemaDir: EVENT_SCHEMA_DIR }), logger });
+  if (!config.kafka) throw new Error('invalid configuration: KAFKA_BROKERS: required to publish the log');
+  return distributed().kafkaProducer(config.kafka, logger);
 }
 
 /**
@@ -118,9 +88,7 @@ export type ReadSide = {
 
 export async function openReadStore(config: Config): Promise<ReadSide> {
   if (config.mongoUrl) {
-    const mongo = await MongoClient.connect(config.mongoUrl);
-    const read = createMongoReadStore(mongo.db());
-    const search = await createMongoSearchIndex(mongo.db());
+    const { mongo, read, search } = await distributed().mongoReadSide(config.mongoUrl);
     return { read, queries: read, search, mongo, caches: {}, close: () => mongo.close() };
   }
   mkdirSync(config.dataDir, { recursive: true });
