@@ -6,24 +6,30 @@ import type { ReadQueries } from '../ports/read-store';
 import { loadState } from './command-handler';
 import { driveDecider } from './deciders';
 import type { ReadModel } from './read-models';
+import { readTotal, type TotalSpec } from './totals';
 
 /**
  * Media-seconds balances without a hot spot: charges are recorded on each job's own stream, and
  * the `charges` read model keeps one document per charge (job and media reference), so a
- * redelivered charge is a no-op and the balance is exact: the drive's allowance (from its small
- * stream) minus the sum of its charges. Checks read what is projected so far; under a burst of
- * concurrent imports a drive can end slightly below zero (check, then act), never charged twice.
+ * redelivered charge is a no-op, and beside them one running total per drive (`charge_totals`,
+ * see totals.ts), so a check reads one document however many files the drive imported. The
+ * balance is exact: the drive's allowance (from its small stream) minus its total. Checks read
+ * what is projected so far; under a burst of concurrent imports a drive can end slightly below
+ * zero (check, then act), never charged twice.
  */
 
 export const CHARGES = 'charges';
 export const CHARGE_INDEXES = [['drive_id'], ['job_id']];
+/** Seconds used per drive: the sum of its charges, kept as they are projected. */
+export const CHARGE_TOTALS: TotalSpec = { collection: 'charge_totals', by: 'drive_id', field: 'seconds' };
 
 export const chargeDocId = (jobId: string, ref: string) => JSON.stringify([jobId, ref]);
 
-/** The `charges` read model: one fact per charge, written once (a duplicate changes nothing). */
+/** The `charges` read model: one fact per charge, written once (a duplicate changes nothing), totalled per drive. */
 export const chargesModel: ReadModel = {
   name: CHARGES,
-  version: 1,
+  // 2: the per-drive totals; a store built at 1 is rebuilt at start-up, which makes them.
+  version: 2,
   kind: 'fact',
   handles: new Set(['MediaSecondsCharged']),
   docId: (e) => {
@@ -32,6 +38,7 @@ export const chargesModel: ReadModel = {
   },
   evolve: (_doc, e) => ({ _id: '', _rev: 0, ...(e.data as MediaSecondsCharged['data']) }),
   indexes: CHARGE_INDEXES,
+  total: CHARGE_TOTALS,
 };
 
 export interface BalanceReader {
@@ -45,18 +52,34 @@ export interface BalanceReader {
 }
 
 export function createBalanceReader(deps: { store: EventStore; read: ReadQueries }): BalanceReader {
+  const used = async (driveId: string) => (await readTotal(deps.read, CHARGE_TOTALS, driveId)).value;
   return {
     async leftOf(driveId, allowance) {
       if (allowance === null) return null;
-      return allowance - (await deps.read.sum(CHARGES, { drive_id: driveId }, 'seconds'));
+      return allowance - (await used(driveId));
     },
     async left(driveId, own) {
       const allowance = mediaSecondsAllowance((await loadState(deps.store, streams.drive(driveId), driveDecider)).state);
       if (allowance === null) return null;
-      const used = await deps.read.sum(CHARGES, { drive_id: driveId }, 'seconds');
-      if (!own) return allowance - used;
-      const projectedOwn = await deps.read.sum(CHARGES, { job_id: own.jobId }, 'seconds');
-      return allowance - used + projectedOwn - own.chargedByJob;
+      if (!own) return allowance - (await used(driveId));
+      // What the total holds of this job's charges so far is replaced by what the job says it
+      // charged: the charges written (the job's few) and those on their way in (pending).
+      const total = await readTotal(deps.read, CHARGE_TOTALS, driveId);
+      const written = await deps.read.sum(CHARGES, { job_id: own.jobId }, 'seconds');
+      const pendingOwn = total.pending.filter(([id]) => (JSON.parse(id) as [string, string])[0] === own.jobId);
+      const pendingWritten =
+        pendingOwn.length > 0
+          ? new Set(
+              (
+                await deps.read.getMany(
+                  CHARGES,
+                  pendingOwn.map(([id]) => id),
+                )
+              ).map((d) => d._id),
+            )
+          : null;
+      const pendingNotWritten = pendingOwn.reduce((n, [id, amount]) => (pendingWritten?.has(id) ? n : n + amount), 0);
+      return allowance - total.value + written + pendingNotWritten - own.chargedByJob;
     },
   };
 }

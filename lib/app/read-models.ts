@@ -1,6 +1,7 @@
 import type { EventStore, StoredEvent } from '../ports/event-store';
 import type { Doc, ReadStore } from '../ports/read-store';
 import { applyToDocument, applyToDocuments, type DocEvolve } from './projection';
+import { settleTotal, writeFactOnce, type TotalSpec } from './totals';
 
 /**
  * Read models as definitions (STYLE §14): the projector, replay and start-up take a list of
@@ -28,6 +29,8 @@ export interface ReadModel {
    * `stream`: one document per stream, revision-guarded, gaps healed from the store.
    */
   readonly kind?: 'stream' | 'fact';
+  /** For a `fact` model: a running total of one of its fields, kept as facts are written (see totals.ts). */
+  readonly total?: TotalSpec;
 }
 
 type Deps = { read: ReadStore; store: EventStore };
@@ -69,7 +72,10 @@ export async function projectPage(deps: Deps, models: readonly ReadModel[], even
 
 async function writeFact(read: ReadStore, model: ReadModel, id: string, event: StoredEvent): Promise<void> {
   const doc = model.evolve(null, event);
-  if (doc) await read.put(model.name, { ...doc, _id: id, _rev: 0 } as Doc, null); // `stale`: already there
+  if (!doc) return;
+  const fact = { ...doc, _id: id, _rev: 0 } as Doc;
+  if (model.total) await writeFactOnce(read, model.name, model.total, fact);
+  else await read.put(model.name, fact, null); // `stale`: already there
 }
 
 /** Rebuilds `models` from position 0 of the event store (all of them unless told). */
@@ -81,23 +87,39 @@ export async function rebuildModels(
     afterPage?: (page: readonly StoredEvent[]) => Promise<void>;
   },
   models: readonly ReadModel[],
-): Promise<{ events: number; seconds: number; eventsPerSecond: number }> {
+): Promise<{ events: number; seconds: number; eventsPerSecond: number; unsettled: string[] }> {
   const started = process.hrtime.bigint();
-  for (const model of models) await deps.read.clear(model.name);
+  for (const model of models) {
+    if (model.total) await deps.read.clear(model.total.collection);
+    await deps.read.clear(model.name);
+  }
   await prepareModels(deps.read, models);
   let events = 0;
   let after: string | null = null;
+  const totalled = models.filter((m) => m.total).map((m) => ({ model: m, keys: new Set<string>() }));
   for (;;) {
     const page = await deps.store.readAll(after, deps.batchSize ?? 1000);
     if (page.length === 0) break;
     await projectPage(deps, models, page);
     await deps.afterPage?.(page);
+    for (const { model, keys } of totalled) {
+      for (const e of page) {
+        const fact = model.handles.has(e.type) ? model.evolve(null, e) : null;
+        if (fact) keys.add(String(fact[model.total!.by]));
+      }
+    }
     events += page.length;
     after = page[page.length - 1].position;
     deps.onProgress?.(events);
   }
+  // Totals left as they were: a fact stayed pending (a delivery cut short, finished when redelivered).
+  const unsettled: string[] = [];
+  for (const { model, keys } of totalled) {
+    for (const key of keys)
+      if (!(await settleTotal(deps.read, model.name, model.total!, key))) unsettled.push(`${model.total!.collection}/${key}`);
+  }
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  return { events, seconds, eventsPerSecond: seconds > 0 ? Math.round(events / seconds) : events };
+  return { events, seconds, eventsPerSecond: seconds > 0 ? Math.round(events / seconds) : events, unsettled };
 }
 
 const MARKER = { collection: 'meta', id: 'read-models' };
