@@ -6,7 +6,7 @@ import type { ReadQueries } from '../ports/read-store';
 import { loadState } from './command-handler';
 import { driveDecider } from './deciders';
 import type { ReadModel } from './read-models';
-import { readTotal, type TotalSpec } from './totals';
+import { readTotal, type Total, type TotalSpec } from './totals';
 
 /**
  * Media-seconds balances without a hot spot: charges are recorded on each job's own stream, and
@@ -62,24 +62,22 @@ export function createBalanceReader(deps: { store: EventStore; read: ReadQueries
       const allowance = mediaSecondsAllowance((await loadState(deps.store, streams.drive(driveId), driveDecider)).state);
       if (allowance === null) return null;
       if (!own) return allowance - (await used(driveId));
-      // What the total holds of this job's charges so far is replaced by what the job says it
-      // charged: the charges written (the job's few) and those on their way in (pending).
       const total = await readTotal(deps.read, CHARGE_TOTALS, driveId);
-      const written = await deps.read.sum(CHARGES, { job_id: own.jobId }, 'seconds');
-      const pendingOwn = total.pending.filter(([id]) => (JSON.parse(id) as [string, string])[0] === own.jobId);
-      const pendingWritten =
-        pendingOwn.length > 0
-          ? new Set(
-              (
-                await deps.read.getMany(
-                  CHARGES,
-                  pendingOwn.map(([id]) => id),
-                )
-              ).map((d) => d._id),
-            )
-          : null;
-      const pendingNotWritten = pendingOwn.reduce((n, [id, amount]) => (pendingWritten?.has(id) ? n : n + amount), 0);
-      return allowance - total.value + written + pendingNotWritten - own.chargedByJob;
+      return allowance - total.value + (await heldOf(deps.read, total, own.jobId)) - own.chargedByJob;
     },
   };
+}
+
+/**
+ * What `total` holds of a job's charges: those written (the job's few) and those pending whose
+ * documents are not written yet. A running job replaces it with what it says it charged.
+ */
+async function heldOf(read: ReadQueries, total: Total, jobId: string): Promise<number> {
+  const written = await read.sum(CHARGES, { job_id: jobId }, 'seconds');
+  const pending = total.pending.filter(([id]) => (JSON.parse(id) as [string, string])[0] === jobId);
+  if (pending.length === 0) return written;
+  const ids = pending.map(([id]) => id);
+  const docs = await read.getMany(CHARGES, ids);
+  const arrived = new Set(docs.map((doc) => doc._id));
+  return pending.reduce((n, [id, amount]) => (arrived.has(id) ? n : n + amount), written);
 }
