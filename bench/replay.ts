@@ -9,7 +9,8 @@ import type { NewEvent } from '../lib/ports/event-store';
 import { replayReadModels } from '../services/query-api/replay';
 
 /**
- * Replay throughput over a seeded store of finished jobs (four events each), against the floor
+ * Replay throughput over a seeded store of finished jobs (five events each, one of them the
+ * charge of its file, which the drive's running total counts), against the floor
  * it stands on: reading `$all` page by page without projecting anything. No HTTP, no server:
  * replay is what `npm run replay` runs in its own process.
  */
@@ -44,6 +45,7 @@ function finishedJob(i: number, driveId: string): { streamId: string; events: Ne
       }),
       event('JobStarted', { attempt: 1, started_at: at }),
       event('JobProgressed', { label: 'importing', percent: 50, at }),
+      event('MediaSecondsCharged', { drive_id: driveId, ref: 'a.wav', seconds: 1, charged_at: at }),
       event('JobStopped', { result: { status: 'success', media_seconds_used: 1 }, project_url: null, stopped_at: at }),
     ],
   };

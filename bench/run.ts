@@ -194,7 +194,7 @@ async function main() {
     await stop(query);
     await stop(getBaseline);
 
-    if (runs('c')) phase(`(c) replay of ${REPLAY_JOBS} seeded jobs (${REPLAY_JOBS * 4} events)`);
+    if (runs('c')) phase(`(c) replay of ${REPLAY_JOBS} seeded jobs (${REPLAY_JOBS * 5} events)`);
     const replay = runs('c') ? await measureReplay(REPLAY_JOBS) : undefined;
 
     if (runs('d')) phase('(d) search: one drive with 10,000 projects and 1,000 hours of transcripts (embedded SearchIndex)');
