@@ -53,10 +53,4 @@ async function rebuildStale(deps: ProjectorDeps, logger: Logger): Promise<void> 
   logger.warn({ models: names }, 'read models missing or at another version: rebuilding them from the event store');
   const r = await replayReadModels({ store: deps.store, read: deps.read, search: searchStale ? deps.search : undefined }, stale);
   logger.info({ models: names, events: r.events, seconds: r.seconds }, 'read models rebuilt');
-  if (r.unsettled.length > 0) {
-    logger.warn(
-      { totals: r.unsettled },
-      'totals left as they were after the rebuild: a charge was still pending (finished when redelivered)',
-    );
-  }
 }
