@@ -179,7 +179,8 @@ async function main() {
       ROUNDS,
     );
     // Reads of jobs nobody read before (no kept answer, no page in memory): what a client's
-    // first poll of each job costs. Short turns, so that as many reads as possible are first ones.
+    // first poll of each job costs. A third of DURATION, in 1 s turns: few enough reads that each
+    // of the jobs not polled is read once (the share printed says whether they were).
     const coldIds = unread.length > 0 ? unread : polled.ids;
     const firstReads = rotating(coldIds);
     const coldSeconds = Math.max(1, Math.round(DURATION / 3));
