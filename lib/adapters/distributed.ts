@@ -2,6 +2,7 @@ import { EventStoreDBClient } from '@eventstore/db-client';
 import { Kafka, logLevel } from 'kafkajs';
 import { MongoClient } from 'mongodb';
 import type { Logger } from 'pino';
+import type { Config } from '../config';
 import { EVENT_SCHEMA_DIR } from '../paths';
 import type { DeadLetterStore } from '../ports/dead-letters';
 import type { EventLog, LogProducer } from '../ports/event-log';
@@ -21,7 +22,7 @@ import { createMongoSearchIndex } from './mongodb/search-index';
  * service, the default, would pay for nothing.
  */
 
-export type KafkaSettings = { readonly brokers: string[]; readonly topic: string; readonly partitions: number };
+type KafkaSettings = NonNullable<Config['kafka']>;
 
 export const esdbEventStore = (url: string): EventStore => createEsdbEventStore(EventStoreDBClient.connectionString(url));
 
