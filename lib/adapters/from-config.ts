@@ -99,10 +99,7 @@ export async function openReadStore(config: Config): Promise<ReadSide> {
     queries: read.snapshotQueries(),
     search,
     caches: {
-      document_texts: () => {
-        const memo = read.snapshotMemo();
-        return { entries: memo.documents, hits: memo.hits, misses: memo.misses };
-      },
+      document_texts: read.snapshotMemo,
     },
     async close() {
       await search.close();

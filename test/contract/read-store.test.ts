@@ -243,12 +243,12 @@ describe('ReadStore: embedded, the API’s snapshot reads', () => {
     const view = store.snapshotQueries(10_000, 600); // room for two of these documents
     try {
       for (let i = 0; i < 10; i++) assert.equal((await view.get('jobs', `d${i}`))?.n, i);
-      assert.deepEqual(store.snapshotMemo(), { documents: 2, hits: 0, misses: 10 });
+      assert.deepEqual(store.snapshotMemo(), { entries: 2, hits: 0, misses: 10 });
       for (const i of [0, 1, 7]) assert.equal((await view.get('jobs', `d${i}`))?.n, i);
-      assert.deepEqual(store.snapshotMemo(), { documents: 2, hits: 2, misses: 11 }, 'the first two stayed; the rest are read each time');
+      assert.deepEqual(store.snapshotMemo(), { entries: 2, hits: 2, misses: 11 }, 'the first two stayed; the rest are read each time');
       await store.put('jobs', { _id: 'd0', _rev: 2, n: 100 }, 1); // this process's write ends the snapshot
       assert.equal((await view.get('jobs', 'd0'))?.n, 100);
-      assert.deepEqual(store.snapshotMemo(), { documents: 1, hits: 2, misses: 12 }, 'the commit emptied the memo');
+      assert.deepEqual(store.snapshotMemo(), { entries: 1, hits: 2, misses: 12 }, 'the commit emptied the memo');
     } finally {
       await store.close();
     }

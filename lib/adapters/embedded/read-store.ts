@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
+import type { CacheStats } from '../../observability/metrics';
 import type { Doc, Filter, FindOptions, PutOutcome, ReadQueries, ReadStore } from '../../ports/read-store';
 import { guardMethods, openDatabase, probeWritable, WRITE_PROBE_SCHEMA, type StoreFile } from './sqlite';
 
@@ -167,12 +168,9 @@ export interface SqliteReadStore extends ReadStore {
    * view on every call. A `:memory:` store has no second connection: its own queries.
    */
   snapshotQueries(maxLagMs?: number, memoBytes?: number): ReadQueries;
-  /** How the snapshot's memo of documents is doing (all zero before `snapshotQueries`). */
-  snapshotMemo(): MemoStats;
+  /** The snapshot's memo: documents held, and reads by id answered from it or not (all zero before `snapshotQueries`). */
+  snapshotMemo(): CacheStats;
 }
-
-/** Documents held by the snapshot's memo, and reads by id answered from it or not, since it was made. */
-export type MemoStats = { readonly documents: number; readonly hits: number; readonly misses: number };
 
 export type SqliteReadStoreOptions = {
   path: string;
@@ -241,7 +239,7 @@ function queriesOn(db: Database.Database): ReadQueries {
 function snapshotQueriesOn(
   db: Database.Database,
   options: { maxLagMs: number; memoBytes: number; writes: () => number },
-): { queries: ReadQueries; memo: () => MemoStats } {
+): { queries: ReadQueries; memo: () => CacheStats } {
   const direct = queriesOn(db);
   const begin = db.prepare('BEGIN');
   const commit = db.prepare('COMMIT');
@@ -306,7 +304,7 @@ function snapshotQueriesOn(
     getMany: (collection, ids) => inSnapshot(() => direct.getMany(collection, ids)),
     sum: (collection, filter, field) => inSnapshot(() => direct.sum(collection, filter, field)),
   };
-  const memo = (): MemoStats => ({ documents: [...texts.values()].reduce((n, docs) => n + docs.size, 0), hits, misses });
+  const memo = (): CacheStats => ({ entries: [...texts.values()].reduce((n, docs) => n + docs.size, 0), hits, misses });
   return { queries, memo };
 }
 
@@ -336,7 +334,7 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
   );
   const deleteAll = db.prepare<[string]>('DELETE FROM docs WHERE collection = ?');
   let writesSoFar = 0;
-  let snapshot: { db: Database.Database; queries: ReadQueries; memo: () => MemoStats } | undefined;
+  let snapshot: { db: Database.Database; queries: ReadQueries; memo: () => CacheStats } | undefined;
 
   /**
    * Once writes pause, the WAL is copied back into the database (a passive checkpoint, which
@@ -415,6 +413,6 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
       db.close();
     },
   });
-  const snapshotMemo = (): MemoStats => snapshot?.memo() ?? { documents: 0, hits: 0, misses: 0 };
+  const snapshotMemo = (): CacheStats => snapshot?.memo() ?? { entries: 0, hits: 0, misses: 0 };
   return { ...methods, snapshotQueries, snapshotMemo };
 }
