@@ -64,8 +64,8 @@ export async function projectPage(deps: Deps, models: readonly ReadModel[], even
       const id = model.docId(e);
       if (id === null) continue;
       if (model.kind === 'fact') {
-        const doc = facts.has(id) ? null : model.evolve(null, e);
-        if (doc) facts.set(id, { ...doc, _id: id, _rev: 0 } as Doc);
+        const fact = facts.has(id) ? null : factOf(model, id, e);
+        if (fact) facts.set(id, fact);
         continue;
       }
       const list = byId.get(id);
@@ -82,10 +82,15 @@ export async function projectPage(deps: Deps, models: readonly ReadModel[], even
   }
 }
 
-async function writeFact(read: ReadStore, model: ReadModel, id: string, event: StoredEvent): Promise<void> {
+/** A fact model's document for `event` (null: the event makes none). */
+function factOf(model: ReadModel, id: string, event: StoredEvent): Doc | null {
   const doc = model.evolve(null, event);
-  if (!doc) return;
-  const fact = { ...doc, _id: id, _rev: 0 } as Doc;
+  return doc && ({ ...doc, _id: id, _rev: 0 } as Doc);
+}
+
+async function writeFact(read: ReadStore, model: ReadModel, id: string, event: StoredEvent): Promise<void> {
+  const fact = factOf(model, id, event);
+  if (!fact) return;
   if (model.total) await writeFactOnce(read, model.name, model.total, fact);
   else await read.put(model.name, fact, null); // `stale`: already there
 }
