@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { AppError, isRejection, type Rejection } from '../domain/errors';
 import type { AppendResult, EventMetadata, EventStore, NewEvent, StoredEvent, StreamAppend } from '../ports/event-store';
 
@@ -5,6 +6,15 @@ import type { AppendResult, EventMetadata, EventStore, NewEvent, StoredEvent, St
  * Command handling, always the same way (STYLE §3): read the stream, fold it, decide, append
  * with the expected revision. A conflict means someone else wrote in between: read again and
  * decide again, a few times, then give up with a retriable error.
+ *
+ * A read folds only what it has not folded before: the states of the streams this process read
+ * lately are kept with their revision, and a later read of the stream fetches the events after
+ * it. Without that a running job's watcher folded the job's whole stream every 500 ms, and every
+ * import into a project folded the project's whole history: work that grew with each event. A
+ * stream only ever grows, so a kept state plus the events after it is the state a whole read
+ * would fold. Only states folded from stored events are kept, never one a command meant to
+ * append, and a state is shared by its readers: folds return new objects (evolve is pure) and
+ * nobody changes a state they were given.
  */
 
 export type Decider<C, E extends { type: string; data: object }, S> = {
@@ -40,12 +50,11 @@ export async function handleCommand<C, E extends { type: string; data: object },
 ): Promise<HandleResult<E, S>> {
   const maxAttempts = deps.maxAttempts ?? 5;
   for (let attempt = 1; ; attempt++) {
-    const stored = attempt === 1 && deps.expectNew ? [] : await store.readStream(streamId);
-    const state = foldStream(stored, decider.evolve, decider.initialState());
+    const { state, revision } =
+      attempt === 1 && deps.expectNew ? { state: decider.initialState(), revision: null } : await readFolded(store, streamId, decider);
     deps.check?.(state);
     const decided = decider.decide(command, state);
     if (isRejection(decided)) throw decided.error;
-    const revision = stored.length === 0 ? null : stored[stored.length - 1].revision;
     if (decided.length === 0) return { events: [], state, revision };
     const metadata = typeof deps.metadata === 'function' ? deps.metadata(state) : deps.metadata;
     const toAppend = toNewEvents(decided, deps.newId, metadata);
@@ -90,8 +99,37 @@ export async function appendInOrder(store: EventStore, appends: readonly StreamA
   return results;
 }
 
+type Fold<E, S> = { readonly evolve: (s: S, e: E) => S; readonly initialState: () => S };
+
 /** Reads and folds a stream without deciding anything. */
-export async function loadState<E, S>(store: EventStore, streamId: string, fold: { evolve: (s: S, e: E) => S; initialState: () => S }) {
-  const events = await store.readStream(streamId);
-  return { state: foldStream(events, fold.evolve, fold.initialState()), events };
+export async function loadState<E, S>(store: EventStore, streamId: string, fold: Fold<E, S>): Promise<{ state: S }> {
+  return { state: (await readFolded(store, streamId, fold)).state };
+}
+
+/** Streams whose folded state is kept, per store and fold (the least recently read go first). */
+const KEPT_FOLDS = 1000;
+
+type Folded = { readonly state: unknown; readonly revision: number };
+
+const keptFolds = new WeakMap<EventStore, WeakMap<object, LRUCache<string, Folded>>>();
+
+function foldsOf(store: EventStore, evolve: object): LRUCache<string, Folded> {
+  let byFold = keptFolds.get(store);
+  if (!byFold) keptFolds.set(store, (byFold = new WeakMap()));
+  let folds = byFold.get(evolve);
+  if (!folds) byFold.set(evolve, (folds = new LRUCache({ max: KEPT_FOLDS })));
+  return folds;
+}
+
+/** The stream's state and revision (null: no stream), folding only the events after the kept state. */
+async function readFolded<E, S>(store: EventStore, streamId: string, fold: Fold<E, S>): Promise<{ state: S; revision: number | null }> {
+  const folds = foldsOf(store, fold.evolve);
+  const kept = folds.get(streamId);
+  const tail = await store.readStream(streamId, kept ? { fromRevision: kept.revision + 1 } : undefined);
+  if (tail.length === 0) return kept ? { state: kept.state as S, revision: kept.revision } : { state: fold.initialState(), revision: null };
+  const state = foldStream(tail, fold.evolve, kept ? (kept.state as S) : fold.initialState());
+  const revision = tail[tail.length - 1].revision;
+  // Two reads of one stream may overlap: the later state wins, whichever ends first.
+  if ((folds.get(streamId)?.revision ?? -1) < revision) folds.set(streamId, { state, revision });
+  return { state, revision };
 }

@@ -59,8 +59,11 @@ export interface EventStore {
    * lib/app/command-handler falls back to one append after another.
    */
   appendInOrder?(appends: readonly StreamAppend[]): Promise<AppendResult[]>;
-  /** All events of a stream in order; `[]` when the stream does not exist. */
-  readStream(streamId: string): Promise<StoredEvent[]>;
+  /**
+   * The events of a stream in order, all of them or those from revision `fromRevision` on (the
+   * tail after a state folded earlier); `[]` when the stream does not exist or has no such event.
+   */
+  readStream(streamId: string, options?: { readonly fromRevision?: number }): Promise<StoredEvent[]>;
   /** Up to `limit` events of `$all` strictly after `after` (`null`: from the beginning). */
   readAll(after: Position | null, limit: number): Promise<StoredEvent[]>;
   /**

@@ -53,6 +53,25 @@ export function describeEventStoreContract(
       assert.ok(!Number.isNaN(Date.parse(read[0].createdAt)));
     });
 
+    it('reads a stream from a revision on: the tail after a state folded earlier', async () => {
+      await store.append(stream, [event('A'), event('B'), event('C')], 'no_stream');
+      await store.append(stream, [event('D')], 2);
+      const types = async (fromRevision: number) => (await store.readStream(stream, { fromRevision })).map((e) => [e.revision, e.type]);
+      assert.deepEqual(await types(0), [
+        [0, 'A'],
+        [1, 'B'],
+        [2, 'C'],
+        [3, 'D'],
+      ]);
+      assert.deepEqual(await types(2), [
+        [2, 'C'],
+        [3, 'D'],
+      ]);
+      assert.deepEqual(await types(3), [[3, 'D']]);
+      assert.deepEqual(await types(4), [], 'past the last event: nothing, not an error');
+      assert.deepEqual(await store.readStream(`test-${randomUUID()}`, { fromRevision: 2 }), [], 'no stream');
+    });
+
     it('reports a conflict as a value when the expected revision is wrong', async () => {
       await store.append(stream, [event('A')], 'no_stream');
       const again = await store.append(stream, [event('B')], 'no_stream');

@@ -21,9 +21,9 @@ function spyingStore(store: EventStore, options: { fail?: () => boolean } = {}) 
     readAll: (...args) => store.readAll(...args),
     subscribeAll: (...args) => store.subscribeAll(...args),
     close: () => store.close(),
-    readStream: (streamId) => {
+    readStream: (streamId, range) => {
       reads.push(streamId);
-      return options.fail?.() ? Promise.reject(new Error('store unreachable')) : store.readStream(streamId);
+      return options.fail?.() ? Promise.reject(new Error('store unreachable')) : store.readStream(streamId, range);
     },
   };
   return { spy, reads };

@@ -119,7 +119,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): Sqlite
   appended.setMaxListeners(0);
   const counts = { appends: 0, commits: 0, largestBatch: 0 };
 
-  const selectStream = db.prepare<[string], Row>('SELECT * FROM events WHERE stream_id = ? ORDER BY revision');
+  const selectStream = db.prepare<[string, number], Row>('SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision');
   const selectAll = db.prepare<[number, number], Row>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?');
   const selectHead = db.prepare<[], { p: number | null }>('SELECT MAX(position) AS p FROM events');
   const selectCheckpoint = db.prepare<[string], { position: number }>('SELECT position FROM log_checkpoints WHERE group_id = ?');
@@ -250,8 +250,8 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): Sqlite
       }
       return made;
     },
-    async readStream(streamId) {
-      return guarded(file, () => selectStream.all(streamId)).map(toStored);
+    async readStream(streamId, options) {
+      return guarded(file, () => selectStream.all(streamId, options?.fromRevision ?? 0)).map(toStored);
     },
     async readAll(after, limit) {
       return guarded(file, () => selectAll.all(parsePosition(after), limit)).map(toStored);

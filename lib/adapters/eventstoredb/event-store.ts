@@ -106,10 +106,11 @@ export function createEsdbEventStore(client: EventStoreDBClient): EventStore {
     return '';
   }
 
-  async function readStream(streamId: string): Promise<StoredEvent[]> {
+  async function readStream(streamId: string, options?: { readonly fromRevision?: number }): Promise<StoredEvent[]> {
     const out: StoredEvent[] = [];
+    const from = options?.fromRevision ? BigInt(options.fromRevision) : START;
     try {
-      for await (const resolved of client.readStream(streamId, { fromRevision: START, direction: FORWARDS })) {
+      for await (const resolved of client.readStream(streamId, { fromRevision: from, direction: FORWARDS })) {
         const event = toStored(resolved.event, resolved.commitPosition);
         if (event) out.push(event);
       }

@@ -1,0 +1,175 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSqliteEventStore, type SqliteEventStore } from '../../lib/adapters/embedded/event-store';
+import { foldStream, handleCommand, loadState, type Decider } from '../../lib/app/command-handler';
+import type { EventStore, NewEvent } from '../../lib/ports/event-store';
+
+/**
+ * Reads fold only what they have not folded before (lib/app/command-handler.ts): the kept state
+ * plus the stream's tail must always be what folding the whole stream gives, whoever appended.
+ */
+
+type Counted = { readonly type: 'Counted'; readonly data: { readonly by: string } };
+type Tally = { readonly total: number; readonly by: readonly string[] };
+const tally: Decider<{ by: string }, Counted, Tally> = {
+  initialState: () => ({ total: 0, by: [] }),
+  evolve: (s, e) => ({ total: s.total + 1, by: [...s.by, e.data.by] }),
+  decide: (c) => [{ type: 'Counted', data: { by: c.by } }],
+};
+/** A second fold of the same streams: kept apart from the first. */
+const lastBy = { initialState: () => '', evolve: (_: string, e: Counted) => e.data.by };
+
+const counted = (by: string): NewEvent => ({ id: randomUUID(), type: 'Counted', data: { by }, metadata: { partition_key: 'k' } });
+
+/** The store, with each readStream's revision asked for and the number of events it returned. */
+function spying(store: EventStore) {
+  const reads: { streamId: string; from: number | undefined; got: number }[] = [];
+  const spy: EventStore = {
+    append: (...args) => store.append(...args),
+    readAll: (...args) => store.readAll(...args),
+    subscribeAll: (...args) => store.subscribeAll(...args),
+    close: () => store.close(),
+    async readStream(streamId, options) {
+      const events = await store.readStream(streamId, options);
+      reads.push({ streamId, from: options?.fromRevision, got: events.length });
+      return events;
+    },
+  };
+  return { spy, reads };
+}
+
+describe('command handling: folded states are kept and only the tail is read', () => {
+  let dir: string;
+  let path: string;
+  let mine: SqliteEventStore;
+  let other: SqliteEventStore;
+  let stream: string;
+  const whole = async (id: string) => foldStream((await other.readStream(id)) as never, tally.evolve, tally.initialState());
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'mps-folds-'));
+    path = join(dir, 'events.sqlite');
+    mine = createSqliteEventStore({ path });
+    // Another process on the same file, as the all-in-one worker or a second replica is.
+    other = createSqliteEventStore({ path, pollIntervalMs: 10 });
+    stream = `tally-${randomUUID()}`;
+  });
+  afterEach(async () => {
+    await mine.close();
+    await other.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reads a stream whole once, then only the events after the state it kept', async () => {
+    await mine.append(
+      stream,
+      Array.from({ length: 100 }, (_, i) => counted(`e${i}`)),
+      'no_stream',
+    );
+    const { spy, reads } = spying(mine);
+    const first = await loadState(spy, stream, tally);
+    const second = await loadState(spy, stream, tally);
+    assert.equal(first.state.total, 100);
+    assert.deepEqual(second.state, first.state);
+    assert.deepEqual(reads, [
+      { streamId: stream, from: undefined, got: 100 },
+      { streamId: stream, from: 100, got: 0 },
+    ]);
+  });
+
+  it('folds in what another writer appended since, to the state a whole read gives', async () => {
+    const { spy, reads } = spying(mine);
+    await mine.append(stream, [counted('a'), counted('b')], 'no_stream');
+    await loadState(spy, stream, tally);
+    await other.append(stream, [counted('c')], 1);
+    await other.append(stream, [counted('d'), counted('e')], 2);
+    const { state } = await loadState(spy, stream, tally);
+    assert.deepEqual(state, await whole(stream));
+    assert.deepEqual(state.by, ['a', 'b', 'c', 'd', 'e']);
+    assert.deepEqual(reads[1], { streamId: stream, from: 2, got: 3 });
+  });
+
+  it('decides on the kept state and the tail, and after a conflict reads the tail again', async () => {
+    const { spy, reads } = spying(mine);
+    await mine.append(stream, [counted('a')], 'no_stream');
+    // Between the command's read and its append, another writer appends: the first try conflicts.
+    let raced = true;
+    const racing: EventStore = {
+      ...spy,
+      async append(streamId, events, expected) {
+        if (!raced) {
+          raced = true;
+          assert.equal((await other.append(stream, [counted('racer')], 1)).ok, true);
+        }
+        return spy.append(streamId, events, expected);
+      },
+    };
+    await loadState(racing, stream, tally);
+    await other.append(stream, [counted('b')], 0);
+    raced = false;
+    const result = await handleCommand(racing, stream, tally, { by: 'mine' }, { newId: randomUUID, metadata: { partition_key: 'k' } });
+    assert.deepEqual(result.state.by, ['a', 'b', 'racer', 'mine']);
+    assert.equal(result.revision, 3);
+    assert.deepEqual((await whole(stream)).by, ['a', 'b', 'racer', 'mine']);
+    assert.deepEqual(
+      reads.map(({ from, got }) => [from, got]),
+      [
+        [undefined, 1],
+        [1, 1],
+        [2, 1],
+      ],
+      'each read starts after the state kept by the read before it',
+    );
+  });
+
+  it('keeps only states folded from the store: a command’s own events are read back once', async () => {
+    const { spy, reads } = spying(mine);
+    await handleCommand(spy, stream, tally, { by: 'a' }, { newId: randomUUID, metadata: { partition_key: 'k' } });
+    const { state } = await loadState(spy, stream, tally);
+    assert.deepEqual(state.by, ['a']);
+    assert.deepEqual(
+      reads.map(({ from, got }) => [from, got]),
+      [
+        [undefined, 0],
+        [undefined, 1],
+      ],
+    );
+  });
+
+  it('keeps each fold of a stream apart', async () => {
+    await mine.append(stream, [counted('a'), counted('b')], 'no_stream');
+    assert.equal((await loadState(mine, stream, tally)).state.total, 2);
+    assert.equal((await loadState(mine, stream, lastBy)).state, 'b');
+    await mine.append(stream, [counted('c')], 1);
+    assert.equal((await loadState(mine, stream, lastBy)).state, 'c');
+    assert.equal((await loadState(mine, stream, tally)).state.total, 3);
+  });
+
+  it('keeps a bounded number of streams: the least recently read is read whole again', async () => {
+    const { spy, reads } = spying(mine);
+    const ids = Array.from({ length: 1001 }, () => `tally-${randomUUID()}`);
+    await Promise.all(ids.map((id) => mine.append(id, [counted(id)], 'no_stream')));
+    for (const id of ids) await loadState(spy, id, tally);
+    reads.length = 0;
+    await loadState(spy, ids[1000], tally);
+    await loadState(spy, ids[0], tally);
+    assert.deepEqual(
+      reads.map((r) => r.from),
+      [1, undefined],
+    );
+  });
+
+  it('keeps a store’s states to that store: another store on another file reads whole', async () => {
+    await mine.append(stream, [counted('a')], 'no_stream');
+    await loadState(mine, stream, tally);
+    const elsewhere = createSqliteEventStore({ path: join(dir, 'elsewhere.sqlite') });
+    try {
+      assert.deepEqual((await loadState(elsewhere, stream, tally)).state, tally.initialState());
+    } finally {
+      await elsewhere.close();
+    }
+  });
+});
