@@ -2,13 +2,15 @@ import { join } from 'node:path';
 import { openBlobStore, openSigningSecret, openUrlRefusal } from '../../lib/adapters/from-config';
 import { createLocalUploadStore } from '../../lib/adapters/local/upload-store';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
-import { handleCommand } from '../../lib/app/command-handler';
+import { handleCommand, loadState } from '../../lib/app/command-handler';
 import { jobDecider } from '../../lib/app/deciders';
 import type { Config } from '../../lib/config';
+import { isRejection } from '../../lib/domain/errors';
 import { streams } from '../../lib/domain/ids';
+import type { BlobStore } from '../../lib/ports/blob-store';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { ImportDeps } from '../../lib/app/import';
-import { uploadUrl, type UploadRouteDeps } from './uploads';
+import { uploadUrl, type UploadParams, type UploadRouteDeps } from './uploads';
 
 /** What the command API needs beyond the shared HTTP pieces, from configuration (main.ts and the all-in-one server). */
 export function commandDeps(config: Config, store: EventStore): Omit<ImportDeps, 'balance'> & { uploads: UploadRouteDeps } {
@@ -27,6 +29,7 @@ export function commandDeps(config: Config, store: EventStore): Omit<ImportDeps,
     uploads: uploadRoutes({
       secret,
       store,
+      blobs,
       uploads: createLocalUploadStore({ root: join(config.dataDir, 'uploads'), localPath: blobs.localPath }),
     }),
   };
@@ -52,11 +55,23 @@ export const signedUploadUrl =
     );
 
 /** The signed upload routes: a finished upload is recorded on its job, which then goes on by itself. */
-export function uploadRoutes(deps: Pick<UploadRouteDeps, 'secret' | 'uploads'> & { store: EventStore }): UploadRouteDeps {
+export function uploadRoutes(
+  deps: Pick<UploadRouteDeps, 'secret' | 'uploads'> & { store: EventStore; blobs: Pick<BlobStore, 'delete'> },
+): UploadRouteDeps {
+  const recorded = (p: UploadParams, blobKey: string, size: number) =>
+    ({ job_id: p.job_id, ref: p.media_ref, asset_id: p.asset_id, blob_key: blobKey, size_bytes: size }) as const;
   return {
-    ...deps,
+    secret: deps.secret,
+    uploads: deps.uploads,
     clock: systemClock,
     blobKeyFor: (p) => `${p.drive_id}/${p.project_id}/${p.asset_id}`,
+    // The job's own rule, as recording the upload would apply it.
+    checkJob: async (p) => {
+      const { state } = await loadState(deps.store, streams.job(p.job_id), jobDecider);
+      const decided = jobDecider.decide({ type: 'RecordUpload', upload: recorded(p, '', 0), now: systemClock.now().toISOString() }, state);
+      if (isRejection(decided)) throw decided.error;
+    },
+    discardBlob: (blobKey) => deps.blobs.delete(blobKey),
     recordProgress: async (p, bytes) => {
       await handleCommand(
         deps.store,
@@ -77,7 +92,7 @@ export function uploadRoutes(deps: Pick<UploadRouteDeps, 'secret' | 'uploads'> &
         jobDecider,
         {
           type: 'RecordUpload',
-          upload: { job_id: p.job_id, ref: p.media_ref, asset_id: p.asset_id, blob_key: blobKey, size_bytes: size },
+          upload: recorded(p, blobKey, size),
           now: systemClock.now().toISOString(),
         },
         { newId: randomIds.uuidv7, metadata: { partition_key: p.project_id, drive_id: p.drive_id } },

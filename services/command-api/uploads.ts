@@ -44,6 +44,14 @@ export type UploadRouteDeps = {
   /** Tells the job; idempotent. Called again by a later PUT if it failed, and never after it succeeded. */
   recordUpload: (params: UploadParams, upload: { blobKey: string; size: number }) => Promise<void>;
   /**
+   * Throws the job's refusal (an AppError) when it takes no more uploads: it has started without
+   * this one, or was cancelled. Asked before an unfinished upload stores a byte; what was staged
+   * of it then goes.
+   */
+  checkJob?: (params: UploadParams) => Promise<void>;
+  /** Removes a finished upload's file that its job refused: nothing will ever read it. */
+  discardBlob?: (blobKey: string) => Promise<void>;
+  /**
    * Tells the job how many bytes have arrived (at most about once a second per request, and when a
    * part ends). Best effort: a failure is logged, never the upload's.
    */
@@ -100,6 +108,7 @@ async function put(deps: UploadRouteDeps, ctx: Context, params: UploadParams): P
     if (part.kind === 'query') return answerComplete(ctx, params, state.bytes);
     throw conflict(`the upload of ${params.media_ref} is already complete (${state.bytes} bytes)`, 'complete');
   }
+  await refuseUnlessJobTakesIt(deps, ctx, params);
   const [first, last] = part.kind === 'part' ? [part.first, part.last] : [0, total - 1];
   const length = ctx.request.length;
   if (part.kind === 'whole' && length !== undefined && length > total) throw tooLarge(part, total);
@@ -143,11 +152,34 @@ async function finish(deps: UploadRouteDeps, ctx: Context, params: UploadParams)
   answerComplete(ctx, params, size);
 }
 
+/** An upload its job no longer takes stores nothing more, and what it staged goes. */
+async function refuseUnlessJobTakesIt(deps: UploadRouteDeps, ctx: Context, params: UploadParams): Promise<void> {
+  if (!deps.checkJob) return;
+  try {
+    await deps.checkJob(params);
+  } catch (err) {
+    if (!(err instanceof AppError)) {
+      logOf(deps, ctx)?.error({ err, asset_id: params.asset_id, job_id: params.job_id }, 'could not read the upload’s job');
+      throw new AppError('unavailable', 'the upload’s job could not be read; retry the request', { retriable: true });
+    }
+    await deps.uploads
+      .discard(params.asset_id)
+      .catch((e: unknown) => logOf(deps, ctx)?.warn({ err: e }, 'could not remove a refused upload'));
+    throw err;
+  }
+}
+
 async function record(deps: UploadRouteDeps, ctx: Context, params: UploadParams, blobKey: string, size: number): Promise<void> {
   try {
     await deps.recordUpload(params, { blobKey, size });
   } catch (err) {
-    if (err instanceof AppError) throw err;
+    if (err instanceof AppError) {
+      // The job refused the file (it started without it, or was cancelled, since the PUT began).
+      if (err.code === 'conflict' || err.code === 'not_found') {
+        await deps.discardBlob?.(blobKey).catch((e: unknown) => logOf(deps, ctx)?.warn({ err: e }, 'could not remove a refused upload'));
+      }
+      throw err;
+    }
     logOf(deps, ctx)?.error({ err, asset_id: params.asset_id, job_id: params.job_id }, 'upload stored but not recorded');
     throw new AppError('unavailable', 'the file is stored but its job could not be told yet; retry the request', { retriable: true });
   }

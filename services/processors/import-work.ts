@@ -23,6 +23,7 @@ import type { MediaProber } from '../../lib/ports/media';
 import type { OutboundFetcher } from '../../lib/ports/outbound';
 import type { Transcriber } from '../../lib/ports/transcriber';
 import type { UploadStore } from '../../lib/ports/upload-store';
+import type { Logger } from 'pino';
 import { createComposition, DEFAULT_SIZE, wholeClips } from './compose';
 import { download } from './fetch-media';
 import type { Job, JobContext, WorkOutcome } from './job-runner';
@@ -165,6 +166,32 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
   // The first composition the request asked for, else the placeholder this import made.
   const shown = created[0] ?? placeholder;
   return { result, projectUrl: shown ? projectUrl(deps.webUrl, job.project_id, shown.short_id) : null };
+}
+
+/**
+ * What a cancelled import leaves of its uploads goes: files that arrived and that its project did
+ * not take in, and bytes still staged. Only where no attempt of the job can still write: for a
+ * job cancelled before any attempt claimed it, or by the attempt itself once its work stopped.
+ */
+export async function discardUploads(deps: Pick<ImportWorkDeps, 'store' | 'blobs' | 'uploads'>, job: Job, log: Logger): Promise<void> {
+  const uploads = uploadsOf(job.request);
+  if (uploads.size === 0) return;
+  const [{ state: jobState }, { state: project }] = await Promise.all([
+    loadState(deps.store, streams.job(job.job_id), jobDecider),
+    loadState(deps.store, streams.project(job.project_id), projectDecider),
+  ]);
+  const inProject = new Set(project.exists ? [...project.media.values()].map((m) => m.blob_key) : []);
+  const warn = (err: unknown) => log.warn({ err }, 'could not remove an upload of a cancelled job');
+  let removed = 0;
+  for (const [ref, upload] of uploads) {
+    const received = jobState.status === 'none' ? undefined : jobState.uploads.get(ref);
+    if (received && !inProject.has(received.blob_key)) {
+      await deps.blobs.delete(received.blob_key).catch(warn);
+      removed += 1;
+    }
+    await deps.uploads?.discard(upload.asset_id).catch(warn);
+  }
+  log.info({ uploads: uploads.size, removed_files: removed }, 'uploads of the cancelled job removed');
 }
 
 /** One URL or upload item: its bytes into a blob, then probed and transcribed. The blob goes if the file fails. */

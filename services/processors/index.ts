@@ -8,7 +8,7 @@ import { streams } from '../../lib/domain/ids';
 import type { EventLog, LogSubscription } from '../../lib/ports/event-log';
 import type { ReadStore } from '../../lib/ports/read-store';
 import { JOBS } from '../../lib/read-models/jobs';
-import { importMedia, type ImportWorkDeps } from './import-work';
+import { discardUploads, importMedia, type ImportWorkDeps } from './import-work';
 import { runJob, type JobContext, type RunnerDeps, type WorkOutcome } from './job-runner';
 import { createFairPool, type FairPool } from './pool';
 
@@ -46,8 +46,24 @@ export async function start(deps: ProcessorsDeps): Promise<Processors> {
   const work: Record<JobType, (ctx: JobContext) => Promise<WorkOutcome>> = {
     'import/project_media': (ctx) => importMedia(deps, ctx),
   };
+  /** What goes when a job of the type is cancelled: what its work left that only it needed. */
+  const afterCancel: Partial<Record<JobType, (job: Job, log: Logger) => Promise<void>>> = {
+    'import/project_media': (job, log) => discardUploads(deps, job, log),
+  };
 
-  const run = (job: Job) => pool.submit(job.drive_id, job.job_id, () => runJob(runner, job, work[job.job_type]));
+  const run = (job: Job) => pool.submit(job.drive_id, job.job_id, () => runJob(runner, job, work[job.job_type], afterCancel[job.job_type]));
+  /**
+   * A job cancelled while no attempt runs (before any claimed it, or after the last one was
+   * interrupted or its lease lapsed) is cleaned up here; a running attempt cleans up itself once
+   * the cancellation has stopped its work, so the two never race over the same files.
+   */
+  const cleanUpCancelled = async (jobId: string, jobType: JobType): Promise<void> => {
+    const { state } = await loadState(deps.store, streams.job(jobId), jobDecider);
+    if (state.status !== 'cancelled' || state.job.job_type !== jobType) return;
+    const attemptMayRun = state.lease_until !== null && Date.parse(state.lease_until) > deps.clock.now().getTime();
+    if (attemptMayRun) return;
+    await afterCancel[state.job.job_type]?.(state.job, deps.logger.child({ job_id: jobId, job_type: state.job.job_type }));
+  };
   /**
    * A job with upload items starts once none is awaited: when its last upload arrives (the
    * `UploadReceived` that completes it), or when the upload URLs expire (the scan below).
@@ -64,6 +80,7 @@ export async function start(deps: ProcessorsDeps): Promise<Processors> {
       group,
       async (event) => {
         if (event.type === 'UploadReceived') return { settled: startIfReady((event.data as { job_id: string }).job_id) };
+        if (event.type === 'JobCancelled') return { settled: cleanUpCancelled((event.data as { job_id: string }).job_id, jobType) };
         if (event.type !== 'JobQueued') return;
         const job = event.data as Job;
         if (job.job_type !== jobType) return;

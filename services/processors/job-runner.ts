@@ -69,7 +69,16 @@ export class ClaimLost extends Error {
 
 const DEFAULT_LEASE_MS = 15_000;
 
-export async function runJob(deps: RunnerDeps, job: Job, work: (ctx: JobContext) => Promise<WorkOutcome>): Promise<void> {
+/**
+ * `afterCancel` runs when a cancellation stopped the attempt, once its work has stopped: what the
+ * work left that only this job needed can go then, as no attempt of the job writes any more.
+ */
+export async function runJob(
+  deps: RunnerDeps,
+  job: Job,
+  work: (ctx: JobContext) => Promise<WorkOutcome>,
+  afterCancel?: (job: Job, log: Logger) => Promise<void>,
+): Promise<void> {
   const stream = streams.job(job.job_id);
   const log = deps.logger.child({ job_id: job.job_id, job_type: job.job_type, worker: deps.workerId });
   const metadata = { partition_key: job.project_id, drive_id: job.drive_id, causation_id: job.job_id };
@@ -130,12 +139,12 @@ export async function runJob(deps: RunnerDeps, job: Job, work: (ctx: JobContext)
 
   try {
     const outcome = await work({ job, attempt, signal, progress, charge, log });
-    if (stop.signal.aborted) return finishAborted();
+    if (stop.signal.aborted) return await finishAborted();
     const stopped = await command({ type: 'StopJob', attempt, result: outcome.result, projectUrl: outcome.projectUrl, now: now() });
     log.info({ status: outcome.result.status, recorded: stopped.events.length > 0, seconds: elapsed() }, 'job stopped');
     deps.observer?.finished(job, outcome.result.status, elapsed());
   } catch (err) {
-    if (stop.signal.aborted) return finishAborted();
+    if (stop.signal.aborted) return await finishAborted();
     if (deps.shutdown.aborted) {
       // Recorded so this attempt does not count against the retry limit, and its claim is free at once.
       await command({ type: 'InterruptJob', attempt, now: now() }).catch((e: unknown) =>
@@ -152,11 +161,12 @@ export async function runJob(deps: RunnerDeps, job: Job, work: (ctx: JobContext)
     clearInterval(watcher);
   }
 
-  function finishAborted() {
+  async function finishAborted() {
     const reason: unknown = stop.signal.reason;
     const lost = reason instanceof ClaimLost;
     log.info({ attempt }, lost ? 'claim lost to another worker; this attempt stops' : 'job cancelled; work stopped');
     deps.observer?.finished(job, lost ? 'lost' : 'cancelled', elapsed());
+    if (!lost) await afterCancel?.(job, log).catch((err: unknown) => log.warn({ err }, 'could not clean up after the cancelled job'));
   }
 }
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadState } from '../../lib/app/command-handler';
@@ -9,6 +9,7 @@ import { streams } from '../../lib/domain/ids';
 import { startHarness, type Harness } from '../fixtures/harness';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
+import { waitFor } from '../fixtures/wait';
 
 /** Direct uploads through the signed upload_url, mixed with URL items (issue: import, rule 1). */
 describe('import with direct uploads (HTTP, embedded adapters)', function () {
@@ -20,8 +21,9 @@ describe('import with direct uploads (HTTP, embedded adapters)', function () {
 
   before(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'uploads-'));
-    [wav, mp3] = await Promise.all([makeTestMedia(dir, 'wav', 2), makeTestMedia(dir, 'mp3', 3)]);
-    media = await startMediaServer({ 'voice.mp3': mp3 });
+    let long: string;
+    [wav, mp3, long] = await Promise.all([makeTestMedia(dir, 'wav', 2), makeTestMedia(dir, 'mp3', 3), makeTestMedia(dir, 'wav', 20)]);
+    media = await startMediaServer({ 'voice.mp3': mp3, 'long.wav': long });
     h = await startHarness({ uploadTtlMs: 60 * 60 * 1000 });
   });
   after(async () => {
@@ -157,6 +159,77 @@ describe('import with direct uploads (HTTP, embedded adapters)', function () {
     const ok = await h.http.put(local(url.toString())).set('Content-Type', 'application/octet-stream').send(bytes);
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     assert.equal(((await h.waitForJob(accepted.job_id)).result as any).status, 'success');
+  });
+  describe('a cancelled import leaves nothing of its uploads', () => {
+    const staged = (assetId: string) => readdirSync(join(h.dir, 'uploads')).filter((f) => f.startsWith(assetId));
+    const blobOf = (jobId: string, ref: string) =>
+      h.store.readStream(`job-${jobId}`).then((events) => {
+        const received = events.find((e) => e.type === 'UploadReceived' && e.data.ref === ref);
+        assert.ok(received, `the upload of ${ref} was recorded`);
+        return h.processorDeps.blobs.localPath(received.data.blob_key as string);
+      });
+
+    it('cancelled while it waits: the arrived file and the staged bytes go, and a later PUT is refused with 409', async () => {
+      const bytes = readFileSync(wav);
+      const accepted = await accept({
+        project_name: 'Cancelled while waiting',
+        add_media: {
+          'whole.wav': { content_type: 'audio/wav', file_size: bytes.length },
+          'half.wav': { content_type: 'audio/wav', file_size: bytes.length },
+        },
+      });
+      const [whole, half] = [accepted.upload_urls!['whole.wav'], accepted.upload_urls!['half.wav']];
+      const octets = (url: string) => h.http.put(local(url)).set('Content-Type', 'application/octet-stream');
+      assert.equal((await octets(whole.upload_url).send(bytes)).status, 200);
+      const cut = Math.floor(bytes.length / 2);
+      const first = await octets(half.upload_url)
+        .set('Content-Range', `bytes 0-${cut - 1}/${bytes.length}`)
+        .send(bytes.subarray(0, cut));
+      assert.equal(first.status, 308);
+      const file = await blobOf(accepted.job_id, 'whole.wav');
+      assert.ok(existsSync(file));
+      assert.equal(staged(half.asset_id).length, 1, 'the first half is staged');
+
+      assert.equal((await h.http.delete(`/v1/jobs/${accepted.job_id}`).set(h.auth())).status, 204);
+      await waitFor(() => !existsSync(file) && staged(half.asset_id).length === 0, {
+        timeoutMs: 5000,
+        what: 'the uploads of the cancelled job to be removed',
+      });
+
+      const rest = await octets(half.upload_url)
+        .set('Content-Range', `bytes ${cut}-${bytes.length - 1}/${bytes.length}`)
+        .send(bytes.subarray(cut));
+      assert.equal(rest.status, 409, JSON.stringify(rest.body));
+      assert.equal(rest.body.state, 'cancelled');
+      assert.match(rest.body.message, /cancelled and takes no more uploads/);
+      const again = await octets(half.upload_url).send(bytes);
+      assert.equal(again.status, 409, 'a whole-file PUT too');
+      assert.deepEqual(staged(half.asset_id), [], 'nothing of the refused PUTs is stored');
+    });
+
+    it('cancelled while it runs: the attempt removes the uploaded file its project had not taken in yet', async () => {
+      const bytes = readFileSync(wav);
+      const accepted = await accept({
+        project_name: 'Cancelled while running',
+        add_media: {
+          'slow.wav': { url: media.url('slow', 'long.wav') },
+          'up.wav': { content_type: 'audio/wav', file_size: bytes.length },
+        },
+      });
+      const { upload_url, asset_id } = accepted.upload_urls!['up.wav'];
+      assert.equal((await h.http.put(local(upload_url)).set('Content-Type', 'application/octet-stream').send(bytes)).status, 200);
+      const file = await blobOf(accepted.job_id, 'up.wav');
+      // Every upload arrived, so the job runs: it is downloading the slow URL item first.
+      await h.waitForJob(accepted.job_id, (j) => String((j.progress as { label?: string } | undefined)?.label).includes('slow.wav'));
+      assert.ok(existsSync(file));
+
+      assert.equal((await h.http.delete(`/v1/jobs/${accepted.job_id}`).set(h.auth())).status, 204);
+      await waitFor(() => !existsSync(file), { timeoutMs: 5000, what: 'the uploaded file of the cancelled job to be removed' });
+      assert.deepEqual(staged(asset_id), [`${asset_id}.json`], 'the completion mark stays: a later PUT is refused as complete');
+      const { state } = await loadState(h.store, streams.project(accepted.project_id), projectDecider);
+      assert.ok(state.exists);
+      assert.equal(state.media.size, 0, 'the project took in neither file');
+    });
   });
 });
 

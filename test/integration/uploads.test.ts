@@ -11,7 +11,7 @@ import Koa from 'koa';
 import pino from 'pino';
 import { createLocalBlobStore } from '../../lib/adapters/local/blob-store';
 import { createLocalUploadStore } from '../../lib/adapters/local/upload-store';
-import type { AppError } from '../../lib/domain/errors';
+import { conflict, type AppError } from '../../lib/domain/errors';
 import { createHttpServer } from '../../lib/http/listen';
 import { errorHandler, notFoundFallback, requestContext } from '../../lib/http/middleware';
 import { createUploadRoutes, uploadUrl, UPLOAD_URL_TTL_MS, type UploadParams } from '../../services/command-api/uploads';
@@ -51,6 +51,10 @@ describe('Direct uploads: PUT /v1/uploads/:asset_id (signed, resumable)', functi
   let recorded: { params: UploadParams; blobKey: string; size: number }[];
   let failRecording: number;
   let calls: number;
+  /** What the job answers when asked whether it takes the upload (null: it does). */
+  let jobAnswer: Error | null;
+  /** What the job answers when told of a finished upload (null: it records it). */
+  let refuseRecording: Error | null;
   const blobs = () => createLocalBlobStore({ root: join(dir, 'blobs') });
   const stagingRoot = () => blobs().localPath('uploads');
 
@@ -66,8 +70,13 @@ describe('Direct uploads: PUT /v1/uploads/:asset_id (signed, resumable)', functi
       recordUpload: async (params, { blobKey, size }) => {
         calls++;
         if (failRecording-- > 0) throw new Error('event store unreachable');
+        if (refuseRecording) throw refuseRecording;
         recorded.push({ params, blobKey, size });
       },
+      checkJob: async () => {
+        if (jobAnswer) throw jobAnswer;
+      },
+      discardBlob: (key) => store.delete(key),
     });
     const app = new Koa();
     app.silent = true;
@@ -88,6 +97,8 @@ describe('Direct uploads: PUT /v1/uploads/:asset_id (signed, resumable)', functi
     recorded = [];
     failRecording = 0;
     calls = 0;
+    jobAnswer = null;
+    refuseRecording = null;
   });
 
   const newUpload = (fileSize: number, overrides: Partial<UploadParams> = {}) => {
@@ -377,6 +388,46 @@ describe('Direct uploads: PUT /v1/uploads/:asset_id (signed, resumable)', functi
     assert.deepEqual([err.code, err.status, err.retriable], ['unavailable', 503, true]);
     assert.equal(err.message, 'media storage is misconfigured (a file stands where a folder should be)');
     assert.match(String((err.cause as Error).message), /not-a-folder/);
+  });
+
+  it('refuses a PUT once the job takes no more uploads (409), storing none of it and removing what was staged', async () => {
+    const file = randomBytes(1000);
+    const u = newUpload(file.length);
+    assert.equal((await put(u.url, part(0, 399, 1000), file.subarray(0, 400))).status, 308);
+    const staging = join(stagingRoot(), `${u.asset_id}.part`);
+    assert.ok(existsSync(staging));
+
+    jobAnswer = conflict('the job is cancelled and takes no more uploads', 'cancelled');
+    const rest = await put(u.url, part(400, 999, 1000), file.subarray(400));
+    expectError(rest, 409, 'conflict', /cancelled/);
+    assert.equal(rest.body.state, 'cancelled');
+    assert.ok(!existsSync(staging), 'the staged part is gone');
+    expectError(await put(u.url, OCTETS, file), 409, 'conflict', /cancelled/);
+    expectError(await progress(u.url, 1000), 409, 'conflict', /cancelled/);
+    assert.ok(!existsSync(staging), 'nothing of the refused PUTs was stored');
+    assert.equal(calls, 0);
+  });
+
+  it('answers 503 when the job cannot be read, keeping what was staged', async () => {
+    const file = randomBytes(1000);
+    const u = newUpload(file.length);
+    assert.equal((await put(u.url, part(0, 399, 1000), file.subarray(0, 400))).status, 308);
+    jobAnswer = new Error('event store unreachable');
+    expectError(await put(u.url, part(400, 999, 1000), file.subarray(400)), 503, 'unavailable', /retry/);
+    jobAnswer = null;
+    assert.equal((await progress(u.url, 1000)).headers.range, 'bytes=0-399', 'the first part is still there');
+    assert.equal((await put(u.url, part(400, 999, 1000), file.subarray(400))).status, 200);
+    assert.equal(await stored(u.key), sha256(file));
+  });
+
+  it('removes a finished file whose job refuses it when told (cancelled during the PUT)', async () => {
+    const file = randomBytes(MB);
+    const u = newUpload(file.length);
+    refuseRecording = conflict('the job is cancelled and takes no more uploads', 'cancelled');
+    expectError(await put(u.url, OCTETS, file), 409, 'conflict', /cancelled/);
+    assert.ok(!existsSync(blobs().localPath(u.key)), 'the file went with the refusal');
+    expectError(await progress(u.url, file.length), 409, 'conflict', /cancelled/);
+    assert.equal(recorded.length, 0);
   });
 
   it('fails the final PUT with 503 when recording fails, and records on the retry', async () => {
