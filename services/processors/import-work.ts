@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import { v5 as uuidv5 } from 'uuid';
 import type { BalanceReader } from '../../lib/app/balance';
 import { handleCommand, loadState } from '../../lib/app/command-handler';
@@ -23,7 +24,6 @@ import type { MediaProber } from '../../lib/ports/media';
 import type { OutboundFetcher } from '../../lib/ports/outbound';
 import type { Transcriber } from '../../lib/ports/transcriber';
 import type { UploadStore } from '../../lib/ports/upload-store';
-import type { Logger } from 'pino';
 import { createComposition, DEFAULT_SIZE, wholeClips } from './compose';
 import { download } from './fetch-media';
 import type { Job, JobContext, WorkOutcome } from './job-runner';
