@@ -1,6 +1,10 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { openEventStore, openMedia, openReadStore } from '../lib/adapters/from-config';
+import type { SqliteEventStore } from '../lib/adapters/embedded/event-store';
+import { createSessionPositions, createWatermark, readYourWrites, trackAppends } from '../lib/app/consistency';
+import type { EventStore } from '../lib/ports/event-store';
+import { PROJECTIONS_GROUP } from '../services/query-api/projector';
 import { httpCommon } from '../lib/adapters/http-common';
 import { createBalanceReader } from '../lib/app/balance';
 import { ConfigError } from '../lib/config';
@@ -26,8 +30,21 @@ runService('serve', async (config, logger) => {
   openMedia(config);
   const metrics = createMetrics();
   const store = openEventStore(config);
-  const readSide = await openReadStore(config);
+  // Read-your-writes (lib/app/consistency.ts): the worker's projector reports its watermark; the
+  // query API waits on it for a token's writes and a final job's effects. Only the embedded log
+  // tells store positions; with Kafka the APIs answer as projected (docs/decisions.md).
+  const watermark = config.kafka ? null : createWatermark(projectedSoFar(store));
+  const readSide = await openReadStore(config, { moves: watermark?.moves });
   const common = httpCommon(config, logger, store, readSide);
+  const commandStore = trackAppends(store);
+  const hooks =
+    watermark &&
+    readYourWrites({
+      sessions: createSessionPositions(),
+      watermark,
+      lastAppended: commandStore.lastAppended,
+      observe: (outcome, seconds) => metrics.readFenceWait.observe({ outcome }, seconds),
+    });
   let worker: ReturnType<typeof supervise> | null = null;
   const shared = {
     ...common,
@@ -39,10 +56,15 @@ runService('serve', async (config, logger) => {
   };
   const commandApp = createCommandApp({
     ...shared,
-    ...commandDeps(config, store),
+    ...commandDeps(config, commandStore),
     balance: createBalanceReader({ store, read: readSide.read }),
+    ...(hooks && { consistency: { role: 'write', hooks } }),
   });
-  const queryApp = createQueryApp({ ...shared, ...queryDeps(config, readSide, store, metrics) });
+  const queryApp = createQueryApp({
+    ...shared,
+    ...queryDeps(config, readSide, store, metrics),
+    ...(hooks && { consistency: { role: 'read', hooks } }),
+  });
   const server = createHttpServer(routeByMethod(commandApp, queryApp));
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
@@ -56,6 +78,7 @@ runService('serve', async (config, logger) => {
     // Stable while this process lives, so a restarted worker takes its predecessor's claims over at once.
     env: { ...process.env, WORKER_ID: config.workerId ?? `${hostname()}:serve:${process.pid}` },
     logger,
+    onProjected: (position) => watermark?.advance(position),
   });
   logger.info(
     { port: config.port, base_url: config.baseUrl, mode: config.kafka ? 'distributed' : 'embedded' },
@@ -69,3 +92,10 @@ runService('serve', async (config, logger) => {
     await store.close();
   };
 });
+
+/** What the projector had saved as done when it last checkpointed: projected for sure. */
+function projectedSoFar(store: EventStore | SqliteEventStore): bigint | null {
+  if (!('loadCheckpoint' in store)) return null;
+  const saved = store.loadCheckpoint(PROJECTIONS_GROUP);
+  return saved === null ? null : BigInt(saved);
+}

@@ -1,4 +1,5 @@
 import { openConsumerSide } from '../lib/adapters/consumer-side';
+import { createWatermark } from '../lib/app/consistency';
 import { openLogProducer } from '../lib/adapters/from-config';
 import { createReadStoreCheckpoints } from '../lib/adapters/read-store-checkpoints';
 import { createMetrics } from '../lib/observability/metrics';
@@ -48,13 +49,22 @@ runService('worker', async (config, logger) => {
     logger,
     onFatal,
     search: { index: readSide.search, blobs: openBlobStore(config) },
+    observeLag: (model, seconds) => metrics.projectionLag.observe({ read_model: model }, seconds),
   });
   stops.unshift(() => projector.close());
+  // Read-your-writes: the APIs in the parent wait on the projector's watermark, and so do webhooks here.
+  const watermark = createWatermark();
+  projector.onWatermark?.((position) => {
+    watermark.advance(position);
+    parent.projected(position);
+  });
   const proc = await processors.start(
     processorsDeps(config, logger, { store, read: readSide.read, log }, { observer: jobMetrics(metrics), onFatal }),
   );
   stops.unshift(proc.stop);
-  const dispatcher = await webhooks.start(dispatcherDeps(config, logger, { store, read: readSide.read, log }, { onFatal }));
+  const dispatcher = await webhooks.start(
+    dispatcherDeps(config, logger, { store, read: readSide.read, log }, { onFatal, projected: projector.onWatermark && watermark }),
+  );
   stops.unshift(dispatcher.stop);
   const lag = watchLag(metrics, [projector, ...proc.subscriptions, ...(dispatcher.subscription ? [dispatcher.subscription] : [])]);
   parent.ready();

@@ -9,7 +9,12 @@ import type { Logger } from 'pino';
  * questions (`request`) over the IPC channel, e.g. for its metrics.
  */
 
-export type ChildMessage = { type: 'ready' } | { type: 'reply'; id: string; data: unknown } | { type: 'fatal'; message: string };
+export type ChildMessage =
+  | { type: 'ready' }
+  | { type: 'reply'; id: string; data: unknown }
+  | { type: 'fatal'; message: string }
+  /** The projector's watermark moved (a `$all` position as a decimal string): read-your-writes waits on it. */
+  | { type: 'projected'; position: string };
 
 export interface Supervised {
   /** True while a child is running and has said it is ready. */
@@ -28,6 +33,8 @@ export function supervise(options: {
   env: NodeJS.ProcessEnv;
   logger: Logger;
   execArgv?: string[];
+  /** Told each time the child's projector moves its watermark. */
+  onProjected?: (position: bigint) => void;
   minRestartDelayMs?: number;
   maxRestartDelayMs?: number;
 }): Supervised {
@@ -52,7 +59,8 @@ export function supervise(options: {
       if (m?.type === 'ready') {
         isReady = true;
         log.info({ pid: c.pid, starts }, 'worker ready');
-      } else if (m?.type === 'reply') pending.get(m.id)?.(m.data);
+      } else if (m?.type === 'projected') options.onProjected?.(BigInt(m.position));
+      else if (m?.type === 'reply') pending.get(m.id)?.(m.data);
       else if (m?.type === 'fatal') log.error({ pid: c.pid, reason: m.message }, 'worker reports it cannot go on');
     });
     c.on('error', (err) => log.error({ err }, 'worker process error'));
@@ -103,7 +111,7 @@ export function supervise(options: {
  * parent is gone, so a killed parent never leaves job work running on its own.
  */
 export function serveParent(handlers: { answer(question: string): Promise<unknown>; onOrphaned(): void }) {
-  if (!process.send) return { ready: () => undefined, fatal: () => undefined };
+  if (!process.send) return { ready: () => undefined, fatal: () => undefined, projected: () => undefined };
   process.on('message', (m: { type?: string; id?: string; question?: string }) => {
     if (m?.type !== 'request' || !m.id) return;
     handlers.answer(m.question ?? '').then(
@@ -112,8 +120,19 @@ export function serveParent(handlers: { answer(question: string): Promise<unknow
     );
   });
   process.on('disconnect', handlers.onOrphaned);
+  // The newest watermark, sent once per turn of the event loop however often it moved in it.
+  let unsent: bigint | null = null;
+  const sendProjected = () => {
+    const position = unsent;
+    unsent = null;
+    if (position !== null && process.connected) process.send?.({ type: 'projected', position: String(position) });
+  };
   return {
     ready: () => void process.send?.({ type: 'ready' }),
     fatal: (message: string) => void process.send?.({ type: 'fatal', message }),
+    projected(position: bigint) {
+      if (unsent === null) setImmediate(sendProjected);
+      unsent = position;
+    },
   };
 }

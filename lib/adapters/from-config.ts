@@ -86,7 +86,11 @@ export type ReadSide = {
   close(): Promise<void>;
 };
 
-export async function openReadStore(config: Config): Promise<ReadSide> {
+/**
+ * `moves`: how often the projector's watermark moved, when another process projects (the
+ * all-in-one mode's worker): the API's snapshot then starts again at once (read-your-writes).
+ */
+export async function openReadStore(config: Config, options: { moves?: () => number } = {}): Promise<ReadSide> {
   if (config.mongoUrl) {
     const { mongo, read, search } = await distributed().mongoReadSide(config.mongoUrl);
     return { read, queries: read, search, mongo, caches: {}, close: () => mongo.close() };
@@ -96,7 +100,7 @@ export async function openReadStore(config: Config): Promise<ReadSide> {
   const search = createSqliteSearchIndex({ path: join(config.dataDir, 'search.sqlite') });
   return {
     read,
-    queries: read.snapshotQueries(),
+    queries: read.snapshotQueries(undefined, undefined, options.moves),
     search,
     caches: {
       document_texts: read.snapshotMemo,

@@ -39,16 +39,26 @@ export async function prepareModels(read: ReadStore, models: readonly ReadModel[
   for (const model of models) for (const fields of model.indexes) await read.ensureIndex(model.name, fields);
 }
 
-/** Applies one event to every model that reads it. Idempotent: a redelivery changes nothing. */
-export async function projectEvent(deps: Deps, models: readonly ReadModel[], event: StoredEvent): Promise<void> {
+/**
+ * Applies one event to every model that reads it. Idempotent: a redelivery changes nothing.
+ * `observeLag` is told, per model that read it, how long after its append the event was applied.
+ */
+export async function projectEvent(
+  deps: Deps & { observeLag?: (model: string, seconds: number) => void },
+  models: readonly ReadModel[],
+  event: StoredEvent,
+): Promise<void> {
   for (const model of models) {
     if (!model.handles.has(event.type)) continue;
     const id = model.docId(event);
     if (id === null) continue;
     if (model.kind === 'fact') await writeFact(deps.read, model, id, event);
     else await applyToDocument(deps, model.name, id, event, model.evolve);
+    deps.observeLag?.(model.name, secondsSince(event.createdAt));
   }
 }
+
+export const secondsSince = (iso: string) => Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
 
 /**
  * Projects a page of `$all` (replay): each document's events are folded and written once, and

@@ -3,10 +3,12 @@ import Koa from 'koa';
 import type { RequestListener } from 'node:http';
 import type { Logger } from 'pino';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { ReadYourWrites } from '../app/consistency';
 import type { Authenticate } from '../app/tenancy';
 import { AppError } from '../domain/errors';
 import type { Metrics } from '../observability/metrics';
 import { expressLane, mountLaneRoutes, type LaneRoute } from './express-lane';
+import { consistencyGuard } from './consistency';
 import { authenticate, rateLimit } from './guards';
 import { errorHandler, jsonBody, notFoundFallback, observeDuration, requestContext } from './middleware';
 
@@ -43,6 +45,11 @@ export type ApiAppDeps = {
   metrics?: Pick<Metrics, 'registry' | 'httpRequestDuration'>;
   /** Resolves when the service can take traffic (stores reachable, consumers running); rejects with the reason otherwise. */
   ready?: () => Promise<void>;
+  /**
+   * Read-your-writes (lib/app/consistency.ts): a `write` app notes each 2xx of a command for its
+   * token, a `read` app waits for the token's writes to be projected before it answers.
+   */
+  consistency?: { readonly role: 'write' | 'read'; readonly hooks: ReadYourWrites };
 };
 
 /** A readiness check that hangs is a failed one; answering late would only stack probes up. */
@@ -62,9 +69,19 @@ function createKoaApp(deps: ApiAppDeps, { lane = [], mount, outside = [] }: ApiR
   // the guards or reaches no route at all (a `/V1/...` once matched its route and skipped auth).
   const v1 = new Router({ prefix: '/v1', sensitive: true });
   const [auth, limit, body] = [authenticate(deps.authenticate), rateLimit(deps.limiter), jsonBody(deps.maxRequestBytes)];
-  // One router layer rather than three: the router matches each layer's path again and builds
+  const fence = consistencyGuard(deps.consistency);
+  const route = fence
+    ? async (ctx: Koa.Context, next: Koa.Next) => {
+        const tokenId = (ctx.state.auth as { tokenId: string }).tokenId;
+        const waiting = fence.before(tokenId);
+        if (waiting) await waiting;
+        await next();
+        fence.after(tokenId, ctx.method, ctx.status);
+      }
+    : (_ctx: Koa.Context, next: Koa.Next) => next();
+  // One router layer rather than four: the router matches each layer's path again and builds
   // its params on every request.
-  v1.use((ctx, next) => auth(ctx, () => limit(ctx, () => body(ctx, next))));
+  v1.use((ctx, next) => auth(ctx, () => limit(ctx, () => body(ctx, () => route(ctx, next)))));
   mountLaneRoutes(v1, lane);
   mount?.(v1);
 

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Principal } from '../app/tenancy';
 import { AppError } from '../domain/errors';
 import type { ApiAppDeps } from './app';
+import { consistencyGuard } from './consistency';
 import { consumeRateLimit } from './guards';
 import { accessLogger, JSON_READ_TIMEOUT_MS, type AccessRecord, type ApiContext, errorResponse, requestIdOf } from './middleware';
 
@@ -84,6 +85,7 @@ export function expressLane(deps: ApiAppDeps, routes: readonly LaneRoute[], fall
   if (compiled.length === 0) return fallback;
   const bodyLimit = deps.maxRequestBytes;
   const accessLog = accessLogger(deps.logger);
+  const fence = consistencyGuard(deps.consistency);
 
   function take(req: IncomingMessage): { c: Compiled; params: Record<string, string> } | null {
     const url = req.url ?? '';
@@ -102,7 +104,7 @@ export function expressLane(deps: ApiAppDeps, routes: readonly LaneRoute[], fall
     const taken = take(req);
     if (!taken) return fallback(req, res);
     // serve answers every error it can; what is left (a throw while writing) is logged, never an unhandled rejection.
-    serve(deps, accessLog, taken.c, taken.params, req, res).catch((err: unknown) => {
+    serve(deps, accessLog, fence, taken.c, taken.params, req, res).catch((err: unknown) => {
       deps.logger.error({ err }, 'request failed after its answer was made');
       res.destroy();
     });
@@ -133,6 +135,7 @@ function matchSegments(pattern: readonly string[], parts: readonly string[]): Re
 async function serve(
   deps: ApiAppDeps,
   accessLog: (record: AccessRecord) => void,
+  fence: ReturnType<typeof consistencyGuard>,
   c: Compiled,
   params: Record<string, string>,
   req: IncomingMessage,
@@ -150,6 +153,8 @@ async function serve(
     auth = await deps.authenticate(req.headers.authorization);
     Object.assign(headers, await consumeRateLimit(deps.limiter, auth.tokenId));
     const json = c.route.method === 'POST' ? await readJsonBody(req) : {};
+    const waiting = fence?.before(auth.tokenId);
+    if (waiting) await waiting;
     const who = auth;
     const reply = await c.route.handle({
       auth: who,
@@ -162,6 +167,7 @@ async function serve(
     });
     status = reply.status;
     text = 'json' in reply ? reply.json : JSON.stringify(reply.body);
+    fence?.after(auth.tokenId, c.route.method, status);
   } catch (err) {
     const answer = errorResponse(err, log);
     status = answer.status;

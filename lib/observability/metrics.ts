@@ -17,6 +17,8 @@ export type CacheStats = { readonly entries: number; readonly hits: number; read
 
 /** Seconds. HTTP answers are expected in milliseconds; jobs run from seconds to an hour. */
 const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Projection lag and read waits: milliseconds to seconds (p50 and p99 by `histogram_quantile`). */
+const LAG_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10];
 const JOB_BUCKETS = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
 
 export function createMetrics(options: { defaultLabels?: Record<string, string> } = {}) {
@@ -99,6 +101,22 @@ export function createMetrics(options: { defaultLabels?: Record<string, string> 
           counted.set(cache, { hits: now.hits, misses: now.misses });
         }
       },
+    }),
+    /** From the append of an event to its projection, by read model (read-your-writes waits about this long). */
+    projectionLag: new Histogram({
+      name: 'projection_lag_seconds',
+      help: 'Time from an event being appended to its being applied to a read model, by read model',
+      labelNames: ['read_model'] as const,
+      buckets: LAG_BUCKETS,
+      registers,
+    }),
+    /** Reads that waited for their token's writes (or a final job's effects) to be projected. */
+    readFenceWait: new Histogram({
+      name: 'read_fence_wait_seconds',
+      help: 'Time a read waited for the writes it must reflect to be projected, by outcome (waited, timed_out)',
+      labelNames: ['outcome'] as const,
+      buckets: LAG_BUCKETS,
+      registers,
     }),
     /** Reports `stats` as the cache `name` in `read_cache_entries` and `read_cache_lookups_total`. */
     watchCache(name: string, stats: () => CacheStats) {

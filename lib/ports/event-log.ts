@@ -52,6 +52,13 @@ export interface SubscriptionStatus {
 
 export interface LogSubscription extends Subscription {
   status(): SubscriptionStatus;
+  /**
+   * Calls `listener` with the group's low-water mark as a `$all` position (see
+   * lib/app/consistency.ts `positionValue`) each time it moves: every event at or before it has
+   * been handled. Read-your-writes waits on the projector's. Absent where the log cannot tell
+   * store positions (the Kafka log; see docs/decisions.md, "Read-your-writes").
+   */
+  onWatermark?(listener: (position: bigint) => void): void;
 }
 
 export interface EventLog {

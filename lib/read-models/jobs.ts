@@ -12,6 +12,9 @@ import type { Doc } from '../ports/read-store';
  * - `_uploads_until`: for a job with upload items that no worker has started yet, when the last
  *   upload URL expires; the processors start such a job then at the latest. Removed once a
  *   worker starts the job.
+ * - `_ended_at`: for a stopped or cancelled job, the `$all` position of the event that ended it.
+ *   A final state is shown only once every read model has projected that far (read-your-writes,
+ *   lib/app/consistency.ts): the job's effects were appended before it.
  *
  * A job whose upload bytes are arriving reads as `running`, with `uploading <ref>` progress by
  * bytes, although no worker holds it yet: the service is working on it.
@@ -65,6 +68,7 @@ export function evolveJobDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
       const { progress: _p, _uploads_until: _u, ...rest } = doc;
       return {
         ...rest,
+        _ended_at: stored.position,
         job_state: 'stopped',
         stopped_at: event.data.stopped_at,
         result: event.data.result,
@@ -74,7 +78,7 @@ export function evolveJobDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
     case 'JobCancelled': {
       if (!doc) return null;
       const { progress: _p, _uploads_until: _u, ...rest } = doc;
-      return { ...rest, job_state: 'cancelled', stopped_at: event.data.stopped_at } as Doc;
+      return { ...rest, _ended_at: stored.position, job_state: 'cancelled', stopped_at: event.data.stopped_at } as Doc;
     }
     case 'JobLeaseRenewed':
     case 'MediaSecondsCharged':
@@ -84,6 +88,9 @@ export function evolveJobDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
       return ignoreUnknown(event, doc);
   }
 }
+
+/** Where a final job document's ending event sits in `$all` (null: the job has not ended). */
+export const endedAt = (doc: Doc): string | null => (typeof doc._ended_at === 'string' ? doc._ended_at : null);
 
 /** The Job resource as the API returns it (and the webhook will POST it). */
 export function renderJob(doc: Doc): Record<string, unknown> {
@@ -107,7 +114,8 @@ const JOB_EVENTS = [
 
 export const jobsModel: ReadModel = {
   name: JOBS,
-  version: 1,
+  // 2: `_ended_at`.
+  version: 2,
   handles: new Set(JOB_EVENTS),
   docId: (e) => (streamCategory(e.streamId) === 'job' ? String(e.data.job_id) : null),
   evolve: evolveJobDoc,

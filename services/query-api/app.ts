@@ -1,4 +1,5 @@
 import { createBalanceReader } from '../../lib/app/balance';
+import { positionValue } from '../../lib/app/consistency';
 import { foldDocument } from '../../lib/app/projection';
 import { forbidden, notFound } from '../../lib/domain/errors';
 import { isJobId, streams } from '../../lib/domain/ids';
@@ -11,7 +12,7 @@ import type { CacheStats } from '../../lib/observability/metrics';
 import { findPage } from '../../lib/http/cursor';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
-import { evolveJobDoc, JOBS, renderJob } from '../../lib/read-models/jobs';
+import { endedAt, evolveJobDoc, JOBS, renderJob } from '../../lib/read-models/jobs';
 import { keptJobAnswers } from './kept-answers';
 import { mountProjects, timeRange } from './projects';
 import { mountSearch } from './search';
@@ -72,6 +73,9 @@ export function createApp(deps: QueryApiDeps): HttpApp {
         : null;
       if (!answer) throw notFound(`job ${jobId} does not exist`);
       if (answer.driveId !== auth.driveId) throw forbidden(`job ${jobId} belongs to another drive`);
+      // A final state only once what the job changed is readable (lib/app/consistency.ts).
+      const effects = answer.ended === null ? undefined : deps.consistency?.hooks.until(answer.ended);
+      if (effects) await effects;
       return { status: 200, json: answer.json };
     },
   };
@@ -98,6 +102,8 @@ export function createApp(deps: QueryApiDeps): HttpApp {
           limit: q.limit as number,
           cursor: q.cursor as string | undefined,
         });
+        const effects = untilEnded(deps, page.docs);
+        if (effects) await effects;
         ctx.body = { data: page.docs.map(renderJob), pagination: page.next_cursor ? { next_cursor: page.next_cursor } : {} };
       });
 
@@ -107,6 +113,17 @@ export function createApp(deps: QueryApiDeps): HttpApp {
     },
     outside: [web],
   });
+}
+
+/** Waits until what the page's final jobs changed is projected (nothing to wait for: undefined). */
+function untilEnded(deps: QueryApiDeps, docs: readonly Doc[]) {
+  let last: bigint | null = null;
+  for (const doc of docs) {
+    const ended = endedAt(doc);
+    const position = ended === null ? null : positionValue(ended);
+    if (position !== null && (last === null || position > last)) last = position;
+  }
+  return last === null ? undefined : deps.consistency?.hooks.until(last);
 }
 
 /** When the projection has not caught up yet (a job accepted a moment ago): the job's stream folded on the spot. */

@@ -1,9 +1,11 @@
 import { LRUCache } from 'lru-cache';
 import type { CacheStats } from '../../lib/observability/metrics';
 import type { Doc } from '../../lib/ports/read-store';
-import { renderJob } from '../../lib/read-models/jobs';
+import { positionValue } from '../../lib/app/consistency';
+import { endedAt, renderJob } from '../../lib/read-models/jobs';
 
-type JobAnswer = { readonly source: string; readonly driveId: unknown; readonly json: string };
+/** `ended`: the `$all` position of the event that ended the job (null while it runs). */
+type JobAnswer = { readonly source: string; readonly driveId: unknown; readonly json: string; readonly ended: bigint | null };
 
 /** Answers kept by default: about 100 MB of answers and the document texts they were made from. */
 const KEPT_ANSWERS = 200_000;
@@ -20,7 +22,10 @@ const KEPT_ANSWERS = 200_000;
  */
 export function keptJobAnswers(capacity = KEPT_ANSWERS) {
   const kept = new LRUCache<string, JobAnswer>({ max: capacity });
-  const answer = (doc: Doc, source: string): JobAnswer => ({ source, driveId: doc.drive_id, json: JSON.stringify(renderJob(doc)) });
+  const answer = (doc: Doc, source: string): JobAnswer => {
+    const ended = endedAt(doc);
+    return { source, driveId: doc.drive_id, json: JSON.stringify(renderJob(doc)), ended: ended === null ? null : positionValue(ended) };
+  };
   let hits = 0;
   let misses = 0;
   return {

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { EventLog, LogSubscription } from '../../lib/ports/event-log';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { ReadStore } from '../../lib/ports/read-store';
-import { prepareModels, projectEvent, staleModels } from '../../lib/app/read-models';
+import { prepareModels, projectEvent, secondsSince, staleModels } from '../../lib/app/read-models';
 import { READ_MODELS } from './read-models';
 import { replayReadModels, SEARCH } from './replay';
 import { indexEvent } from './search-indexer';
@@ -22,6 +22,8 @@ export type ProjectorDeps = {
   onFatal?: (err: Error) => void;
   /** The search index and the blobs its transcripts come from; without them nothing is indexed. */
   search?: { index: SearchIndex; blobs: BlobStore };
+  /** Told how long after its append each event was applied, per read model (`projection_lag_seconds`). */
+  observeLag?: (model: string, seconds: number) => void;
 };
 
 export async function startProjector(deps: ProjectorDeps): Promise<LogSubscription> {
@@ -32,7 +34,10 @@ export async function startProjector(deps: ProjectorDeps): Promise<LogSubscripti
     PROJECTIONS_GROUP,
     async (event) => {
       await projectEvent(deps, READ_MODELS, event);
-      if (deps.search) await indexEvent({ read: deps.read, search: deps.search.index, blobs: deps.search.blobs }, event);
+      if (deps.search) {
+        await indexEvent({ read: deps.read, search: deps.search.index, blobs: deps.search.blobs }, event);
+        deps.observeLag?.(SEARCH.name, secondsSince(event.createdAt));
+      }
       logger.debug({ event_id: event.id, type: event.type, stream: event.streamId }, 'projected');
     },
     { concurrency: deps.concurrency ?? 4, onFatal: deps.onFatal },

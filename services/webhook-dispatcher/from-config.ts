@@ -13,7 +13,7 @@ export const dispatcherDeps = (
   config: Config,
   logger: Logger,
   stores: { store: EventStore; read: ReadStore; log: EventLog },
-  extra: { onFatal?: (err: Error) => void } = {},
+  extra: { onFatal?: (err: Error) => void; projected?: DispatcherDeps['projected'] } = {},
 ): DispatcherDeps => ({
   ...stores,
   ...extra,

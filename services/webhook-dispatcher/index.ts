@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { handleCommand, loadState } from '../../lib/app/command-handler';
 import { driveDecider, jobDecider } from '../../lib/app/deciders';
+import { positionValue, type Watermark } from '../../lib/app/consistency';
 import { foldDocument } from '../../lib/app/projection';
 import { signWebhook } from '../../lib/app/webhook-signature';
 import { deliveryDecider, NOT_CLAIMABLE, type DeliveryCommand } from '../../lib/domain/delivery';
@@ -13,7 +14,7 @@ import type { EventLog, LogSubscription } from '../../lib/ports/event-log';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { OutboundFetcher } from '../../lib/ports/outbound';
 import type { ReadStore } from '../../lib/ports/read-store';
-import { evolveJobDoc, renderJob } from '../../lib/read-models/jobs';
+import { endedAt, evolveJobDoc, renderJob } from '../../lib/read-models/jobs';
 import { DELIVERIES } from '../../lib/read-models/deliveries';
 
 /**
@@ -51,7 +52,16 @@ export type DispatcherDeps = {
    * embedded process must not both subscribe one group; a second one may only dispatch.
    */
   schedules?: boolean;
+  /**
+   * The projector's watermark, where this process projects: a job's document is sent only once
+   * what the job changed is projected, so a receiver that reads the project at once sees it
+   * (read-your-writes, lib/app/consistency.ts). Without it the document is sent as folded.
+   */
+  projected?: Watermark;
 };
+
+/** How long an attempt waits for the job's effects to be projected before it sends all the same. */
+const EFFECTS_WAIT_MS = 5_000;
 
 export type Dispatcher = { stop(): Promise<void>; subscription: LogSubscription | null; idle(): Promise<void> };
 
@@ -174,6 +184,10 @@ export async function start(deps: DispatcherDeps): Promise<Dispatcher> {
     const job = foldDocument(await deps.store.readStream(streams.job(jobId)), evolveJobDoc);
     const { state: drive } = await loadState(deps.store, streams.drive(driveId), driveDecider);
     if (!job || !drive.exists) return false;
+    const ended = endedAt(job);
+    if (ended !== null && deps.projected && !(await deps.projected.waitFor(positionValue(ended), EFFECTS_WAIT_MS))) {
+      log.warn({ job_id: jobId, position: ended }, "the job's effects were not projected in time; sending its document all the same");
+    }
     const body = JSON.stringify(renderJob(job));
     const headers = {
       'content-type': 'application/json',

@@ -211,16 +211,17 @@ describe('read models', () => {
     }
   });
 
-  it('takes a read store marked before models had versions as holding jobs and charges only', async () => {
+  it('takes a read store marked before models had versions as holding jobs and charges at their first versions only', async () => {
     const read = createSqliteReadStore({ path: ':memory:' });
     try {
       await read.put('meta', { _id: 'read-models', _rev: 0, created_at: T(0) }, null);
-      // charges is at version 2 since (its per-drive totals), so it is rebuilt too.
+      // charges (its per-drive totals) and jobs (`_ended_at`) are at version 2 since, so they are rebuilt too.
       assert.deepEqual((await staleModels(read, READ_MODELS)).map((m) => m.name).sort(), [
         'charges',
         'compositions',
         'deliveries',
         'folders',
+        'jobs',
         'projects',
       ]);
     } finally {

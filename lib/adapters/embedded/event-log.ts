@@ -29,7 +29,8 @@ export type EmbeddedLogDeps = {
   retryPollMs?: number;
 };
 
-const laneOf = (key: string, lanes: number): number => {
+/** The lane a partition key's events go to (exported for tests that need two keys apart). */
+export const laneOf = (key: string, lanes: number): number => {
   let h = 2166136261;
   for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 16777619);
   return (h >>> 0) % lanes;
@@ -98,13 +99,16 @@ export function createEmbeddedEventLog(deps: EmbeddedLogDeps): EventLog {
       return false;
     };
 
+    const watermarkListeners: ((position: bigint) => void)[] = [];
     const advance = () => {
       let moved = false;
       while (inFlight.length > 0 && inFlight[0].done) {
         committed = inFlight.shift()!.position;
         moved = true;
       }
-      if (moved) slotFreed();
+      if (!moved) return;
+      slotFreed();
+      for (const listener of watermarkListeners) listener(BigInt(committed));
     };
 
     let lastSaved = start;
@@ -208,6 +212,10 @@ export function createEmbeddedEventLog(deps: EmbeddedLogDeps): EventLog {
           head = null;
         }
         return { group, running, lag: head === null ? null : Math.max(0, head - committed) };
+      },
+      onWatermark(listener) {
+        watermarkListeners.push(listener);
+        listener(BigInt(committed));
       },
     };
     subscriptions.add(subscription);

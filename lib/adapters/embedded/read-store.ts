@@ -166,8 +166,10 @@ export interface SqliteReadStore extends ReadStore {
    * The API's reads, from a snapshot of at most `maxLagMs` (see `snapshotQueriesOn`), with the
    * documents read by id kept while nothing changes (about 64 MiB of JSON text at most); the same
    * view on every call. A `:memory:` store has no second connection: its own queries.
+   * `moves` counts changes made elsewhere that a read must see at once (the projector's
+   * watermark, when another process projects): a snapshot begun before the last one ends.
    */
-  snapshotQueries(maxLagMs?: number, memoBytes?: number): ReadQueries;
+  snapshotQueries(maxLagMs?: number, memoBytes?: number, moves?: () => number): ReadQueries;
   /** The snapshot's memo: documents held, and reads by id answered from it or not (all zero before `snapshotQueries`). */
   snapshotMemo(): CacheStats;
 }
@@ -371,14 +373,15 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
     writes.map((w) => put(collection, w.doc, w.expectedRev)),
   );
 
-  const snapshotQueries = (maxLagMs = 20, memoBytes = 64 << 20): ReadQueries => {
+  const snapshotQueries = (maxLagMs = 20, memoBytes = 64 << 20, moves?: () => number): ReadQueries => {
     if (db.memory) return queries;
     if (!snapshot) {
       const second = openDatabase(file, options, (opened) => {
         opened.pragma('cache_size = -65536');
         opened.pragma('mmap_size = 268435456');
       });
-      const made = snapshotQueriesOn(second, { maxLagMs, memoBytes, writes: () => writesSoFar });
+      const writes = moves ? () => writesSoFar + moves() : () => writesSoFar;
+      const made = snapshotQueriesOn(second, { maxLagMs, memoBytes, writes });
       snapshot = { db: second, queries: guardMethods(file, made.queries), memo: made.memo };
     }
     return snapshot.queries;

@@ -1,0 +1,129 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { makeTestMedia } from '../fixtures/media';
+import { startMediaServer } from '../fixtures/media-server';
+import { admin, apiClient, buildOnce, startService, type ServiceProcess } from '../fixtures/service-process';
+import { waitFor } from '../fixtures/wait';
+
+/**
+ * Read-your-writes in the process `npm start` runs: the projector in the worker process, the
+ * APIs in the parent reading the read store through their own snapshot. Reads come right after
+ * each write while other clients keep the service busy.
+ */
+describe('e2e: read-your-writes in the all-in-one process', function () {
+  this.timeout(180_000);
+  let media: Awaited<ReturnType<typeof startMediaServer>>;
+  let svc: ServiceProcess;
+  let token: string;
+  let busyToken: string;
+
+  before(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'e2e-ryw-'));
+    media = await startMediaServer({ 'talk.wav': await makeTestMedia(dir, 'wav', 1) });
+    await buildOnce();
+    const env = {
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'e2e-ryw-data-')),
+      OUTBOUND_ALLOWLIST: '127.0.0.1',
+      RATE_LIMIT_PER_MINUTE: '1000000',
+    };
+    svc = await startService(env);
+    token = (await admin(env, 'drive', 'create', '--name', 'RYW')).token;
+    busyToken = (await admin(env, 'drive', 'create', '--name', 'Busy')).token;
+  });
+  after(async () => {
+    svc?.killAll('SIGKILL');
+    await media?.close();
+  });
+
+  /**
+   * Another drive's client accepting imports while the test runs (each one really processed), at
+   * most `total` of them, so the backlog it leaves is bounded.
+   */
+  function backgroundLoad(total = 160) {
+    let stop = false;
+    let sent = 0;
+    const client = apiClient(svc, busyToken);
+    const loops = Array.from({ length: 4 }, async () => {
+      for (let i = 0; !stop && sent++ < total; i++) {
+        await client.post('/jobs/import/project_media', {
+          project_name: `Load ${i}`,
+          add_media: { 'talk.wav': { url: media.url('file', 'talk.wav') } },
+        });
+      }
+    });
+    return async () => {
+      stop = true;
+      await Promise.all(loops);
+    };
+  }
+
+  it('a job read as stopped comes with its project as the job left it, and /metrics has the projection lag per read model', async () => {
+    const client = apiClient(svc, token);
+    const gaps: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const created = await client.post('/jobs/import/project_media', {
+        project_name: `Effects ${i}`,
+        add_media: { 'talk.wav': { url: media.url('file', 'talk.wav') } },
+        add_compositions: [{ name: 'Main', clips: [{ media: 'talk.wav' }] }],
+      });
+      const { job_id, project_id } = (await created.json()) as { job_id: string; project_id: string };
+      let last: unknown = null;
+      await waitFor(
+        async () => {
+          const job = (await (await client.get(`/jobs/${job_id}`)).json()) as { job_state: string };
+          last = job;
+          if (job.job_state !== 'stopped') return null;
+          const project = (await (await client.get(`/projects/${project_id}`)).json()) as Record<string, any>;
+          if (project.media_files?.['talk.wav']?.type !== 'audio') gaps.push(`${i}: media missing`);
+          if (!project.compositions?.some((c: { name: string; duration: number }) => c.name === 'Main' && c.duration > 0.5)) {
+            gaps.push(`${i}: composition missing or empty`);
+          }
+          return true;
+        },
+        { timeoutMs: 30_000, intervalMs: 5, what: `job ${i} to stop` },
+      ).catch((err: Error) => {
+        const lines = svc
+          .output()
+          .split('\n')
+          .filter((l) => l.includes(job_id));
+        throw new Error(`${err.message}; last read ${JSON.stringify(last)}\n${lines.join('\n')}`);
+      });
+    }
+    assert.deepEqual(gaps, []);
+    const metrics = await (await fetch(`${svc.base}/metrics`)).text();
+    for (const model of ['jobs', 'projects', 'compositions', 'search']) {
+      assert.match(metrics, new RegExp(`projection_lag_seconds_count\\{read_model="${model}"\\} [1-9]`), model);
+    }
+  });
+
+  it('DELETE then GET reads cancelled, and POST then GET /projects lists the project, under load, every time', async () => {
+    const client = apiClient(svc, token);
+    const stopLoad = backgroundLoad();
+    const stale: string[] = [];
+    try {
+      for (let i = 0; i < 100; i++) {
+        const name = `Waiting ${i}`;
+        const created = await client.post('/jobs/import/project_media', {
+          project_name: name,
+          add_media: { 'later.wav': { content_type: 'audio/wav', file_size: 1000 } },
+        });
+        assert.equal(created.status, 201);
+        const { job_id, project_id } = (await created.json()) as { job_id: string; project_id: string };
+        const listed = (await (await client.get(`/projects?name=${encodeURIComponent(name)}`)).json()) as { data: { id: string }[] };
+        if (!listed.data.some((p) => p.id === project_id)) stale.push(`${i}: project not listed`);
+        assert.equal((await client.get(`/jobs/${job_id}`)).status, 200);
+        assert.equal(
+          (await fetch(`${svc.base}/v1/jobs/${job_id}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } })).status,
+          204,
+        );
+        const after = (await (await client.get(`/jobs/${job_id}`)).json()) as { job_state: string };
+        if (after.job_state !== 'cancelled') stale.push(`${i}: job ${after.job_state} after DELETE`);
+      }
+    } finally {
+      await stopLoad();
+    }
+    assert.deepEqual(stale, []);
+  });
+});
