@@ -11,6 +11,12 @@ export interface FetchedBody {
   readonly body: Readable;
 }
 
+export interface GetOptions {
+  readonly signal?: AbortSignal;
+  /** Sent on every hop, except credentials (`authorization`, `cookie`, `proxy-authorization`) to another origin. */
+  readonly headers?: Record<string, string>;
+}
+
 export interface PostOptions {
   readonly body: string | Buffer;
   /** Sent as given (e.g. `content-type`, the webhook headers); `content-length` and `connection` are the fetcher's. */
@@ -33,7 +39,7 @@ export interface OutboundFetcher {
    * loopback, private, link-local or metadata address unless allow-listed. Rejects with an
    * `OutboundError` whose message is fit to show the API user.
    */
-  get(url: string, options: { signal?: AbortSignal; headers?: Record<string, string> }): Promise<FetchedBody>;
+  get(url: string, options: GetOptions): Promise<FetchedBody>;
 
   /**
    * POSTs `body` to `url` once, for deliveries such as webhooks.
