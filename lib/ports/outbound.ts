@@ -36,8 +36,10 @@ export interface PostAnswer {
 export interface OutboundFetcher {
   /**
    * GETs `url`, following at most a few redirects, refusing any hop whose host resolves to a
-   * loopback, private, link-local or metadata address unless allow-listed. Rejects with an
-   * `OutboundError` whose message is fit to show the API user.
+   * loopback, private, link-local or metadata address unless allow-listed. Rejects, and errors
+   * the body, with an `OutboundError` (a non-retriable `AppError` of `lib/domain/errors`, its
+   * `reason` saying what failed) whose message is fit to show the API user; an abort of `signal`
+   * with its reason.
    */
   get(url: string, options: GetOptions): Promise<FetchedBody>;
 

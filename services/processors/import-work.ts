@@ -283,8 +283,9 @@ function sequenceFile(
  */
 function failure(err: unknown, jobSignal: AbortSignal): { error_message: string } {
   if (jobSignal.aborted) throw err;
+  // Outbound, media and transcription failures are AppErrors, and so is the download's time limit (see download).
   if (err instanceof AppError) return err.retriable ? rethrow(err) : { error_message: err.message };
-  // The download's time limit arrives here as an AppError naming the limit (see download).
+  // An error outside the family (a stream or file error no adapter mapped) fails the file too.
   const e = err as Error;
   return { error_message: e?.message || 'import failed' };
 }

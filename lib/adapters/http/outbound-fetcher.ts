@@ -1,12 +1,12 @@
 import type { FetchedBody, GetOptions, OutboundFetcher } from '../../ports/outbound';
 import { parseAllowlist } from './outbound/allowlist';
 import { acceptedBody } from './outbound/body-stream';
-import { OutboundError } from './outbound/errors';
+import { OutboundError } from '../../domain/errors';
 import { fetchHop, parseUrl, type Outgoing, type Settings } from './outbound/exchange';
 import { post } from './outbound/post';
 
 export { isAddressAllowed, literalRefusal, parseAllowlist, type ParsedAllowlist } from './outbound/allowlist';
-export { OutboundError, type OutboundErrorReason } from './outbound/errors';
+export { OutboundError, type OutboundErrorReason } from '../../domain/errors';
 
 /**
  * The outbound fetcher: GET with redirects for media URLs, POST for webhooks, both behind the

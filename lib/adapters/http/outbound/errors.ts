@@ -1,22 +1,9 @@
+import { OutboundError } from '../../../domain/errors';
+
 /**
  * What a failed exchange tells its caller. Messages name the host and what went wrong in words,
  * fit for an API user or an operator: Node's own messages (internals, local paths) are never passed on.
  */
-
-export type OutboundErrorReason = 'blocked_address' | 'bad_url' | 'bad_status' | 'too_many_redirects' | 'timeout' | 'network';
-
-/** A refused or failed outbound fetch; the message names the host and the reason, fit for an API user. */
-export class OutboundError extends Error {
-  constructor(
-    readonly reason: OutboundErrorReason,
-    message: string,
-    /** The server's status, for `bad_status`. */
-    readonly status?: number,
-  ) {
-    super(message);
-    this.name = 'OutboundError';
-  }
-}
 
 /** The verb a request's error messages use. */
 export type Action = 'fetch from' | 'post to';

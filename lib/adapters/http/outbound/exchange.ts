@@ -3,7 +3,8 @@ import { request as httpRequest, type ClientRequest, type IncomingMessage } from
 import { request as httpsRequest } from 'node:https';
 import { isIP, type Socket } from 'node:net';
 import type { ParsedAllowlist } from './allowlist';
-import { abortReason, headerError, noAnswerWithin, OutboundError, type Action } from './errors';
+import { OutboundError } from '../../../domain/errors';
+import { abortReason, headerError, noAnswerWithin, type Action } from './errors';
 import { checkedAddresses, pinnedLookup } from './pinned-dns';
 
 /**

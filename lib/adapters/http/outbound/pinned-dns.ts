@@ -2,7 +2,8 @@ import type { LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import { isAddressAllowed, isHostAllowed, type ParsedAllowlist } from './allowlist';
-import { abortReason, OutboundError, type Action } from './errors';
+import { OutboundError } from '../../../domain/errors';
+import { abortReason, type Action } from './errors';
 
 /**
  * The address guard at fetch time: every address a host resolves to is checked, and the

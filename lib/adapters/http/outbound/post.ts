@@ -1,5 +1,6 @@
 import type { PostAnswer, PostOptions } from '../../../ports/outbound';
-import { abortReason, answerError, noAnswerWithin, OutboundError } from './errors';
+import { OutboundError } from '../../../domain/errors';
+import { abortReason, answerError, noAnswerWithin } from './errors';
 import { fetchHop, parseUrl, type Exchange, type Outgoing, type Settings } from './exchange';
 
 /** A webhook's POST: one exchange under one deadline, its answer read only as far as an acknowledgement needs. */
