@@ -11,6 +11,7 @@ import {
   isUrlItem,
   type ImportResult,
   type MediaStatus,
+  type SequenceTrack,
   type UploadItem,
   type UrlItem,
 } from '../../lib/domain/import';
@@ -249,7 +250,7 @@ async function balanceShortfall(deps: ImportWorkDeps, job: Job, seconds: number,
 function sequenceFile(
   state: ProjectState,
   ref: string,
-  tracks: readonly { readonly media: string; readonly offset: number }[],
+  tracks: readonly SequenceTrack[],
   jobId: string,
 ): AddMedia['file'] | { error_message: string } {
   if (!state.exists) return { error_message: 'the project no longer exists' };
