@@ -1,7 +1,7 @@
+import { OutboundError } from '../../domain/errors';
 import type { FetchedBody, GetOptions, OutboundFetcher } from '../../ports/outbound';
 import { parseAllowlist } from './outbound/allowlist';
 import { acceptedBody } from './outbound/body-stream';
-import { OutboundError } from '../../domain/errors';
 import { fetchHop, parseUrl, type Outgoing, type Settings } from './outbound/exchange';
 import { post } from './outbound/post';
 
@@ -39,13 +39,18 @@ export function createOutboundFetcher(options: OutboundFetcherOptions): Outbound
     bodyTimeoutMs: options.bodyTimeoutMs ?? 60_000,
   };
   return {
-    get: (url, getOptions) => get(url, getOptions, maxRedirects, settings),
+    get: (url, getOptions) => getFollowingRedirects(url, maxRedirects, settings, getOptions),
     post: (url, postOptions) => post(url, postOptions, settings),
   };
 }
 
 /** Follows at most `limit` redirects; the address guard checks every hop afresh. */
-async function get(url: string, { signal, headers = {} }: GetOptions = {}, limit: number, settings: Settings): Promise<FetchedBody> {
+async function getFollowingRedirects(
+  url: string,
+  limit: number,
+  settings: Settings,
+  { signal, headers = {} }: GetOptions = {},
+): Promise<FetchedBody> {
   let current = parseUrl(url);
   let hopHeaders = headers;
   for (let hop = 0; ; hop++) {

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
-import type { FetchedBody } from '../../../ports/outbound';
 import { OutboundError } from '../../../domain/errors';
+import type { FetchedBody } from '../../../ports/outbound';
 import { abortReason, bodyError } from './errors';
 import type { Exchange } from './exchange';
 

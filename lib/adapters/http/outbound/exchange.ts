@@ -2,8 +2,8 @@ import type { LookupAddress } from 'node:dns';
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP, type Socket } from 'node:net';
-import type { ParsedAllowlist } from './allowlist';
 import { OutboundError } from '../../../domain/errors';
+import type { ParsedAllowlist } from './allowlist';
 import { abortReason, headerError, noAnswerWithin, type Action } from './errors';
 import { checkedAddresses, pinnedLookup } from './pinned-dns';
 

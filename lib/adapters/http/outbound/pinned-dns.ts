@@ -1,8 +1,8 @@
 import type { LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
-import { isAddressAllowed, isHostAllowed, type ParsedAllowlist } from './allowlist';
 import { OutboundError } from '../../../domain/errors';
+import { isAddressAllowed, isHostAllowed, type ParsedAllowlist } from './allowlist';
 import { abortReason, type Action } from './errors';
 
 /**
@@ -12,7 +12,7 @@ import { abortReason, type Action } from './errors';
 
 /**
  * Resolves every address of the host and refuses the hop if any of them is internal. The look-up
- * gets `timeoutMs`, the same as an answer's head.
+ * has a deadline of its own (`timeoutMs`) besides the caller's signal: getaddrinfo can hang.
  */
 export async function checkedAddresses(
   host: string,

@@ -1,5 +1,5 @@
-import type { PostAnswer, PostOptions } from '../../../ports/outbound';
 import { OutboundError } from '../../../domain/errors';
+import type { PostAnswer, PostOptions } from '../../../ports/outbound';
 import { abortReason, answerError, noAnswerWithin } from './errors';
 import { fetchHop, parseUrl, type Exchange, type Outgoing, type Settings } from './exchange';
 
