@@ -1,5 +1,5 @@
 import { invalidInput } from '../domain/errors';
-import type { ImportMediaItem, ImportPlan, UploadItem } from '../domain/import';
+import type { ImportMediaItem, ImportPlan, SequenceTrack, UploadItem } from '../domain/import';
 import { isLanguageCode } from '../domain/languages';
 import type { TeamAccess } from '../domain/project';
 
@@ -20,7 +20,8 @@ export type ImportRequest = {
       content_type?: string;
       file_size?: number;
       language?: string;
-      tracks?: { media: string; offset?: number }[];
+      /** `offset` defaults to 0. */
+      tracks?: (Partial<SequenceTrack> & Pick<SequenceTrack, 'media'>)[];
       /** Not in the public schema: set by imports of freshly written files (partner links). */
       retry_until_found?: boolean;
     }

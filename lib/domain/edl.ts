@@ -1,3 +1,5 @@
+import type { SequenceTrack } from './import';
+
 /**
  * Edit decision lists (DESIGN §4): pure operations on a composition's clips and markers, and the
  * transcript derived from them. Composition time is the clips laid end to end; clip `in`/`out`
@@ -18,7 +20,6 @@ export type Word = {
   readonly confidence: number;
   readonly speaker: string | null;
 };
-export type SequenceTrack = { readonly media: string; readonly offset: number };
 
 export const MIN_CLIP_SECONDS = 0.001;
 

@@ -53,6 +53,26 @@ export class AppError extends Error {
   }
 }
 
+export type OutboundErrorReason = 'blocked_address' | 'bad_url' | 'bad_status' | 'too_many_redirects' | 'timeout' | 'network';
+
+/**
+ * A refused or failed outbound fetch (a media URL, a webhook); the message names the host and the
+ * reason, fit for an API user. Never retriable: a peer's failure stays with its file (DESIGN §7),
+ * and the webhook dispatcher schedules its own attempts. The code says whose it is, should one ever
+ * reach an HTTP answer: the URL's (`invalid_input`) or the peer's connection (`unavailable`).
+ */
+export class OutboundError extends AppError {
+  constructor(
+    readonly reason: OutboundErrorReason,
+    message: string,
+    /** The status the server answered, for `bad_status`. */
+    readonly peerStatus?: number,
+  ) {
+    super(reason === 'timeout' || reason === 'network' ? 'unavailable' : 'invalid_input', message, { retriable: false });
+    this.name = 'OutboundError';
+  }
+}
+
 export const invalidInput = (message: string) => new AppError('invalid_input', message);
 export const notFound = (message: string) => new AppError('not_found', message);
 export const forbidden = (message: string) => new AppError('forbidden', message);

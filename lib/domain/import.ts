@@ -20,8 +20,13 @@ export type UploadItem = {
   };
   readonly language: string | null;
 };
+/**
+ * One track of a multitrack sequence: a media reference of the project that plays from `offset`
+ * seconds into the sequence. The one definition: requests, events, read models and the EDL use it.
+ */
+export type SequenceTrack = { readonly media: string; readonly offset: number };
 /** A multitrack sequence: its tracks play together, each from its offset. */
-export type SequenceItem = { readonly tracks: readonly { readonly media: string; readonly offset: number }[] };
+export type SequenceItem = { readonly tracks: readonly SequenceTrack[] };
 
 export type ImportMediaItem = UrlItem | UploadItem | SequenceItem;
 

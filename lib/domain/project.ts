@@ -1,5 +1,6 @@
 import { AppError, assertNever, ignoreUnknown, invalidInput, reject, type Rejection } from './errors';
 import type { Clip } from './edl';
+import type { SequenceTrack } from './import';
 import { shortIdOf } from './ids';
 
 /** A project: media files and compositions (DESIGN §4). */
@@ -8,8 +9,6 @@ import { shortIdOf } from './ids';
 
 export type TeamAccess = 'edit' | 'comment' | 'view' | 'none';
 export type ProjectMediaType = 'audio' | 'video' | 'image' | 'sequence' | 'other';
-
-export type Track = { readonly media: string; readonly offset: number };
 
 /** Where a project imported through a partner's link came from (SPEC Events 2: the export pages' meta tags). */
 export type ProjectPartner = { readonly partner_drive_id: string; readonly source_id: string | null };
@@ -44,7 +43,7 @@ export type MediaImported = {
     readonly has_video: boolean;
     readonly source_url: string | null;
     readonly language: string | null;
-    readonly tracks: readonly Track[] | null;
+    readonly tracks: readonly SequenceTrack[] | null;
     readonly job_id: string;
     readonly imported_at: string;
   };

@@ -11,6 +11,12 @@ export interface FetchedBody {
   readonly body: Readable;
 }
 
+export interface GetOptions {
+  readonly signal?: AbortSignal;
+  /** Sent on every hop, except credentials (`authorization`, `cookie`, `proxy-authorization`) to another origin. */
+  readonly headers?: Record<string, string>;
+}
+
 export interface PostOptions {
   readonly body: string | Buffer;
   /** Sent as given (e.g. `content-type`, the webhook headers); `content-length` and `connection` are the fetcher's. */
@@ -30,10 +36,12 @@ export interface PostAnswer {
 export interface OutboundFetcher {
   /**
    * GETs `url`, following at most a few redirects, refusing any hop whose host resolves to a
-   * loopback, private, link-local or metadata address unless allow-listed. Rejects with an
-   * `OutboundError` whose message is fit to show the API user.
+   * loopback, private, link-local or metadata address unless allow-listed. Rejects, and errors
+   * the body, with an `OutboundError` (a non-retriable `AppError` of `lib/domain/errors`, its
+   * `reason` saying what failed) whose message is fit to show the API user; an abort of `signal`
+   * with its reason.
    */
-  get(url: string, options: { signal?: AbortSignal; headers?: Record<string, string> }): Promise<FetchedBody>;
+  get(url: string, options: GetOptions): Promise<FetchedBody>;
 
   /**
    * POSTs `body` to `url` once, for deliveries such as webhooks.

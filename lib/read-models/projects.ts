@@ -1,5 +1,6 @@
 import type { ReadModel } from '../app/read-models';
 import { streamCategory } from '../domain/ids';
+import type { SequenceTrack } from '../domain/import';
 import type { ProjectEvent, ProjectPartner } from '../domain/project';
 import type { StoredEvent } from '../ports/event-store';
 import type { Doc } from '../ports/read-store';
@@ -21,7 +22,7 @@ export type ProjectMediaEntry = {
   readonly has_video: boolean;
   readonly transcript_key: string | null;
   readonly language: string | null;
-  readonly tracks: readonly { media: string; offset: number }[] | null;
+  readonly tracks: readonly SequenceTrack[] | null;
   /** When the media last changed (imported, transcribed). */
   readonly updated_at: string;
 };

@@ -1,7 +1,6 @@
 import { pipeline, Transform } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
-import { OutboundError } from '../../lib/adapters/http/outbound-fetcher';
-import { AppError } from '../../lib/domain/errors';
+import { AppError, OutboundError } from '../../lib/domain/errors';
 import type { ImportWorkDeps } from './import-work';
 import type { JobContext } from './job-runner';
 
@@ -53,7 +52,7 @@ export async function download(
 
 /** The 404 or 403 a store answers for an object it does not serve yet, else null. */
 function notThereYet(err: unknown): 403 | 404 | null {
-  const status = err instanceof OutboundError && err.reason === 'bad_status' ? err.status : undefined;
+  const status = err instanceof OutboundError && err.reason === 'bad_status' ? err.peerStatus : undefined;
   return status === 403 || status === 404 ? status : null;
 }
 

@@ -11,6 +11,7 @@ import {
   isUrlItem,
   type ImportResult,
   type MediaStatus,
+  type SequenceTrack,
   type UploadItem,
   type UrlItem,
 } from '../../lib/domain/import';
@@ -249,7 +250,7 @@ async function balanceShortfall(deps: ImportWorkDeps, job: Job, seconds: number,
 function sequenceFile(
   state: ProjectState,
   ref: string,
-  tracks: readonly { readonly media: string; readonly offset: number }[],
+  tracks: readonly SequenceTrack[],
   jobId: string,
 ): AddMedia['file'] | { error_message: string } {
   if (!state.exists) return { error_message: 'the project no longer exists' };
@@ -283,8 +284,9 @@ function sequenceFile(
  */
 function failure(err: unknown, jobSignal: AbortSignal): { error_message: string } {
   if (jobSignal.aborted) throw err;
+  // Outbound, media and transcription failures are AppErrors, and so is the download's time limit (see download).
   if (err instanceof AppError) return err.retriable ? rethrow(err) : { error_message: err.message };
-  // The download's time limit arrives here as an AppError naming the limit (see download).
+  // An error outside the family (a stream or file error no adapter mapped) fails the file too.
   const e = err as Error;
   return { error_message: e?.message || 'import failed' };
 }

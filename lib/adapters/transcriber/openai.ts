@@ -120,8 +120,16 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 
 // ---- one request -----------------------------------------------------------------------------
 
-/** A failure worth another attempt: the connection, not the audio. */
-class TransientFailure extends Error {}
+/**
+ * A failure worth another attempt: the connection, not the audio. It never leaves the retry loop,
+ * which tells it by its class rather than by `retriable`: an audio chunk that cannot be read is a
+ * retriable `internal_error` too, but one for the job's next attempt, not for this loop.
+ */
+class TransientFailure extends AppError {
+  constructor(message: string) {
+    super('unavailable', message, { retriable: true });
+  }
+}
 
 interface PostSettings {
   headers: Record<string, string>;
