@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { createDrive, createToken, revokeToken, updateDrive, type AdminDeps } from '../lib/app/admin';
+import { createDrive, createToken, revokeToken, showDrive, updateDrive, type AdminDeps } from '../lib/app/admin';
 import { generateWebhookSecret } from '../lib/app/tokens';
 import { AppError } from '../lib/domain/errors';
 import type { AccessLevel, DriveUpdated } from '../lib/domain/tenancy';
@@ -81,6 +81,11 @@ drive
     for (const k of Object.keys(changes)) if (changes[k] === undefined) delete changes[k];
     return run((deps) => updateDrive(deps, o.drive, changes as DriveUpdated['data']['changes']));
   });
+drive
+  .command('show')
+  .description('settings and balances: per kind (media_seconds, ai_credits) the allowance, used, reserved and left')
+  .requiredOption('--drive <id>', 'drive id', uuid)
+  .action((o) => run((deps) => showDrive(deps, o.drive)));
 const token = program.command('token').description('API tokens');
 token
   .command('create')

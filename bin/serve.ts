@@ -1,3 +1,4 @@
+import { randomIds, systemClock } from '../lib/adapters/system/clock';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { openEventStore, openMedia, openReadStore } from '../lib/adapters/from-config';
@@ -6,7 +7,7 @@ import { createSessionPositions, createWatermark, readYourWrites, trackAppends }
 import type { EventStore } from '../lib/ports/event-store';
 import { PROJECTIONS_GROUP } from '../services/query-api/projector';
 import { httpCommon } from '../lib/adapters/http-common';
-import { createBalanceReader } from '../lib/app/balance';
+import { createBalances } from '../lib/app/balances';
 import { ConfigError } from '../lib/config';
 import { routeByMethod } from '../lib/http/gateway';
 import { createHttpServer } from '../lib/http/listen';
@@ -57,7 +58,7 @@ runService('serve', async (config, logger) => {
   const commandApp = createCommandApp({
     ...shared,
     ...commandDeps(config, commandStore),
-    balance: createBalanceReader({ store, read: readSide.read }),
+    balance: createBalances({ store, clock: systemClock, ids: randomIds }),
     ...(hooks && { consistency: { role: 'write', hooks } }),
   });
   const queryApp = createQueryApp({

@@ -4,6 +4,7 @@ import { DEFAULT_SETTINGS, type DriveSettings, type DriveUpdated } from '../doma
 import type { Clock, Ids } from '../ports/clock';
 import type { EventStore } from '../ports/event-store';
 import { handleCommand, loadState } from './command-handler';
+import { createBalances } from './balances';
 import { driveDecider, tokenDecider } from './deciders';
 import { generateToken, generateWebhookSecret } from './tokens';
 
@@ -89,4 +90,12 @@ export async function updateDrive(deps: AdminDeps, driveId: string, changes: Dri
     // Shown when rotated (as at creation, the only times it is printed).
     ...(changes.webhook_secret !== undefined && { webhook_secret: result.state.webhookSecret }),
   };
+}
+
+/** A drive, its settings and its balances as its streams say now (`admin drive show`). */
+export async function showDrive(deps: AdminDeps, driveId: string) {
+  const { state } = await loadState(deps.store, streams.drive(driveId), driveDecider);
+  if (!state.exists) throw new AppError('not_found', `drive ${driveId} does not exist`);
+  const balances = await createBalances(deps).show(driveId);
+  return { drive_id: driveId, drive_name: state.name, settings: state.settings, balances };
 }

@@ -1,21 +1,17 @@
-import { streams } from '../domain/ids';
 import type { MediaSecondsCharged } from '../domain/job';
-import { mediaSecondsAllowance } from '../domain/tenancy';
-import type { EventStore } from '../ports/event-store';
-import type { ReadQueries } from '../ports/read-store';
-import { loadState } from './command-handler';
-import { driveDecider } from './deciders';
 import type { ReadModel } from './read-models';
-import { readTotal, type Total, type TotalSpec } from './totals';
+import type { TotalSpec } from './totals';
 
 /**
- * Media-seconds balances without a hot spot: charges are recorded on each job's own stream, and
- * the `charges` read model keeps one document per charge (job and media reference), so a
- * redelivered charge is a no-op, and beside them one running total per drive (`charge_totals`,
- * see totals.ts), so a check reads one document however many files the drive imported. The
- * balance is exact: the drive's allowance (from its small stream) minus its total. Checks read
- * what is projected so far; under a burst of concurrent imports a drive can end slightly below
- * zero (check, then act), never charged twice.
+ * Balances (DESIGN §8). Decisions are made on each drive's balance stream (lib/domain/balance.ts):
+ * work reserves before it spends, settles at what it used, releases what it did not. The drive's
+ * allowances come from its settings stream. Commands on one balance stream are taken one at a
+ * time within a process, so a process's own jobs never conflict with each other; another
+ * process's append makes one conflict, and the command decides again on the new state.
+ *
+ * Beside it, each job records what it was charged on its own stream (`MediaSecondsCharged`),
+ * and the `charges` read model keeps one document per charge and a running total per drive: the
+ * ledger operators and data teams read. It decides nothing.
  */
 
 export const CHARGES = 'charges';
@@ -41,43 +37,3 @@ export const chargesModel: ReadModel = {
   total: CHARGE_TOTALS,
 };
 
-export interface BalanceReader {
-  /**
-   * Seconds the drive may still import; `null` when it is unlimited. A running job passes what it
-   * has charged itself, which the read model may not have seen yet.
-   */
-  left(driveId: string, own?: { jobId: string; chargedByJob: number }): Promise<number | null>;
-  /** The same for a known allowance (the authenticated principal carries it): no drive stream read. */
-  leftOf(driveId: string, allowance: number | null): Promise<number | null>;
-}
-
-export function createBalanceReader(deps: { store: EventStore; read: ReadQueries }): BalanceReader {
-  const used = async (driveId: string) => (await readTotal(deps.read, CHARGE_TOTALS, driveId)).value;
-  return {
-    async leftOf(driveId, allowance) {
-      if (allowance === null) return null;
-      return allowance - (await used(driveId));
-    },
-    async left(driveId, own) {
-      const allowance = mediaSecondsAllowance((await loadState(deps.store, streams.drive(driveId), driveDecider)).state);
-      if (allowance === null) return null;
-      if (!own) return allowance - (await used(driveId));
-      const total = await readTotal(deps.read, CHARGE_TOTALS, driveId);
-      return allowance - total.value + (await heldOf(deps.read, total, own.jobId)) - own.chargedByJob;
-    },
-  };
-}
-
-/**
- * What `total` holds of a job's charges: those written (the job's few) and those pending whose
- * documents are not written yet. A running job replaces it with what it says it charged.
- */
-async function heldOf(read: ReadQueries, total: Total, jobId: string): Promise<number> {
-  const written = await read.sum(CHARGES, { job_id: jobId }, 'seconds');
-  const pending = total.pending.filter(([id]) => (JSON.parse(id) as [string, string])[0] === jobId);
-  if (pending.length === 0) return written;
-  const ids = pending.map(([id]) => id);
-  const docs = await read.getMany(CHARGES, ids);
-  const arrived = new Set(docs.map((doc) => doc._id));
-  return pending.reduce((n, [id, amount]) => (arrived.has(id) ? n : n + amount), written);
-}

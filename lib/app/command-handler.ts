@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
-import { AppError, isRejection, type Rejection } from '../domain/errors';
+import type { Decider } from '../domain/decider';
+import { AppError, isRejection } from '../domain/errors';
 import type { AppendResult, EventMetadata, EventStore, NewEvent, StoredEvent, StreamAppend } from '../ports/event-store';
 
 /**
@@ -16,12 +17,6 @@ import type { AppendResult, EventMetadata, EventStore, NewEvent, StoredEvent, St
  * append, and a state is shared by its readers: folds return new objects (evolve is pure) and
  * nobody changes a state they were given.
  */
-
-export type Decider<C, E extends { type: string; data: object }, S> = {
-  readonly initialState: () => S;
-  readonly evolve: (state: S, event: E) => S;
-  readonly decide: (command: C, state: S) => E[] | Rejection;
-};
 
 export type HandleResult<E, S> = { readonly events: E[]; readonly state: S; readonly revision: number | null };
 

@@ -4,7 +4,7 @@ import { isSequenceItem, uploadsOf, type ImportPlan, type UploadItem } from '../
 import type { ProjectPartner } from '../domain/project';
 import type { Clock, Ids } from '../ports/clock';
 import type { EventStore, StreamAppend } from '../ports/event-store';
-import type { BalanceReader } from './balance';
+import type { Balances } from './balances';
 import { appendInOrder, decideNew, loadState } from './command-handler';
 import { jobDecider, projectDecider } from './deciders';
 import { ensureFolders } from './folders';
@@ -26,7 +26,8 @@ export type ImportDeps = {
   webUrl: string;
   /** Why a media or callback URL is refused from its text alone (internal address), or null. */
   urlRefusal: (url: string) => string | null;
-  balance: BalanceReader;
+  /** Whether the drive has any media seconds left (the processors reserve each file's). */
+  balance: Pick<Balances, 'mediaSecondsLeft'>;
   /** How long an upload URL stays valid (3 hours unless configured). */
   uploadTtlMs: number;
   /** The largest media file an upload item may declare. */
@@ -101,7 +102,7 @@ export async function prepareImport(
   });
   if (plan.media.some(([, item]) => !isSequenceItem(item))) {
     // Each file is checked again when it is imported; this only refuses a drive with nothing left.
-    const left = await deps.balance.leftOf(who.driveId, who.mediaSecondsAllowance);
+    const left = await deps.balance.mediaSecondsLeft(who.driveId, who.mediaSecondsAllowance);
     if (left !== null && left <= 0) {
       throw new AppError('payment_required', `the drive has no media seconds left (${Math.floor(left)} s); ask its admin for more`);
     }

@@ -1,9 +1,10 @@
 import type { Doc, ReadQueries, ReadStore } from '../ports/read-store';
 
 /**
- * Running totals over facts (the media seconds a drive used, over its charges): a balance check
- * reads one document instead of summing every fact, which grew with the drive (50 ms on the event
- * loop per accepted import for a drive with 100,000 charged files, measured).
+ * Running totals over facts (the media seconds a drive used, over its charges): a reader of the
+ * ledger reads one document instead of summing every fact, which grew with the drive (50 ms on
+ * the event loop for a drive with 100,000 charged files, measured). Balances are decided on the
+ * drives' balance streams (lib/domain/balance.ts), not here.
  *
  * A fact is added to its total exactly once with the store's compare-and-set writes alone
  * (MongoDB without a replica set has no transactions). The total lists a fact as pending from

@@ -21,6 +21,8 @@ export const streams = {
   /** The webhook delivery of a job's callback. */
   delivery: (jobId: string) => `delivery-${jobId}`,
   drive: (driveId: string) => `drive-${driveId}`,
+  /** The drive's balances: reservations, settlements, releases (lib/domain/balance.ts). */
+  balance: (driveId: string) => `balance-${driveId}`,
   token: (tokenHash: string) => `token-${tokenHash}`,
   /** A partner's one-time import link, named by the nonce in its URL. */
   importLink: (nonce: string) => `importlink-${nonce}`,

@@ -107,8 +107,15 @@ export type JobInterrupted = {
   readonly data: { readonly job_id: string; readonly attempt: number; readonly at: string };
 };
 
+/** An attempt failed with an error worth trying again; the next attempt resumes. The last reason is the job's if it is given up. */
+export type JobAttemptFailed = {
+  readonly type: 'JobAttemptFailed';
+  readonly data: { readonly job_id: string; readonly attempt: number; readonly reason: string; readonly at: string };
+};
+
 export type JobEvent =
   | JobQueued
+  | JobAttemptFailed
   | UploadReceived
   | UploadProgressed
   | JobStarted
@@ -137,6 +144,8 @@ export type JobState =
       readonly charged: ReadonlySet<string>;
       /** Upload items whose bytes have arrived, by media reference. */
       readonly uploads: ReadonlyMap<string, UploadReceived['data']>;
+      /** Why the last failed attempt failed (what a job given up says). */
+      readonly lastFailure: string | null;
     };
 
 export const initialJobState = (): JobState => ({ status: 'none' });
@@ -154,6 +163,7 @@ export function evolveJob(state: JobState, event: JobEvent): JobState {
         lease_until: null,
         charged: new Set(),
         uploads: new Map(),
+        lastFailure: null,
       };
     case 'UploadReceived':
       return state.status === 'none' ? state : { ...state, uploads: new Map(state.uploads).set(event.data.ref, event.data) };
@@ -181,6 +191,8 @@ export function evolveJob(state: JobState, event: JobEvent): JobState {
       return state.status === 'none' ? state : { ...state, status: 'cancelled' };
     case 'JobInterrupted':
       return state.status === 'none' ? state : { ...state, interruptions: state.interruptions + 1, lease_until: null };
+    case 'JobAttemptFailed':
+      return state.status === 'none' ? state : { ...state, lastFailure: event.data.reason };
     default:
       return ignoreUnknown(event, state);
   }
@@ -243,6 +255,12 @@ export type RecordUploadProgress = {
 };
 export type CancelJob = { readonly type: 'CancelJob'; readonly now: string };
 export type InterruptJob = { readonly type: 'InterruptJob'; readonly attempt: number; readonly now: string };
+export type RecordAttemptFailure = {
+  readonly type: 'RecordAttemptFailure';
+  readonly attempt: number;
+  readonly reason: string;
+  readonly now: string;
+};
 
 export type JobCommand =
   | QueueJob
@@ -254,7 +272,8 @@ export type JobCommand =
   | ChargeMediaSeconds
   | StopJob
   | CancelJob
-  | InterruptJob;
+  | InterruptJob
+  | RecordAttemptFailure;
 
 // ---------------------------------------------------------------- decide
 
@@ -357,6 +376,11 @@ export function decideJob(command: JobCommand, state: JobState): JobEvent[] | Re
     case 'InterruptJob':
       if (!holds(state, command.attempt) || state.status !== 'running') return [];
       return [{ type: 'JobInterrupted', data: { job_id: state.job.job_id, attempt: state.attempt, at: command.now } }];
+    case 'RecordAttemptFailure':
+      if (!holds(state, command.attempt) || state.status !== 'running') return [];
+      return [
+        { type: 'JobAttemptFailed', data: { job_id: state.job.job_id, attempt: command.attempt, reason: command.reason, at: command.now } },
+      ];
     default:
       return assertNever(command);
   }

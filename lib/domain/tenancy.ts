@@ -106,7 +106,8 @@ export function evolveDrive(state: DriveState, event: DriveEvent): DriveState {
 
 /**
  * The drive's media-seconds allowance (what the admin granted, less legacy charges); `null` when
- * unlimited. What is left is this minus the charges recorded on jobs (the balance read model).
+ * unlimited. What is left is this less what the drive's balance stream has settled and reserved
+ * (lib/domain/balance.ts).
  */
 export const mediaSecondsAllowance = (state: DriveState): number | null => (state.exists ? state.settings.media_seconds : 0);
 

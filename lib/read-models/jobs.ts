@@ -81,6 +81,7 @@ export function evolveJobDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
       return { ...rest, _ended_at: stored.position, job_state: 'cancelled', stopped_at: event.data.stopped_at } as Doc;
     }
     case 'JobLeaseRenewed':
+    case 'JobAttemptFailed':
     case 'MediaSecondsCharged':
     case 'UploadReceived':
       return doc;
@@ -110,6 +111,7 @@ const JOB_EVENTS = [
   'JobStopped',
   'JobCancelled',
   'JobInterrupted',
+  'JobAttemptFailed',
 ] as const satisfies readonly JobEvent['type'][];
 
 export const jobsModel: ReadModel = {

@@ -1,6 +1,7 @@
+import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { openEventStore, openReadStore } from '../../lib/adapters/from-config';
 import { httpCommon } from '../../lib/adapters/http-common';
-import { createBalanceReader } from '../../lib/app/balance';
+import { createBalances } from '../../lib/app/balances';
 import { createMetrics } from '../../lib/observability/metrics';
 import { runService } from '../../lib/run-service';
 import { start } from './index';
@@ -13,7 +14,7 @@ runService('command-api', async (config, logger) => {
   const service = await start({
     ...httpCommon(config, logger, store, readSide),
     metrics: createMetrics(),
-    balance: createBalanceReader({ store, read: readSide.read }),
+    balance: createBalances({ store, clock: systemClock, ids: randomIds }),
     port: config.port,
     ...commandDeps(config, store),
   });

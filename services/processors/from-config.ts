@@ -4,7 +4,7 @@ import { createLocalUploadStore } from '../../lib/adapters/local/upload-store';
 import type { Logger } from 'pino';
 import { openMedia } from '../../lib/adapters/from-config';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
-import { createBalanceReader } from '../../lib/app/balance';
+import { createBalances } from '../../lib/app/balances';
 import type { Config } from '../../lib/config';
 import type { EventLog } from '../../lib/ports/event-log';
 import type { EventStore } from '../../lib/ports/event-store';
@@ -31,7 +31,7 @@ export const processorsDeps = (
     // Stable across restarts of the same worker (its claims are taken over at once), distinct
     // between live workers: the host name (a container's) and this process, unless set.
     workerId: config.workerId ?? `${hostname()}:${process.pid}`,
-    balance: createBalanceReader(stores),
+    balances: createBalances({ store: stores.store, clock: systemClock, ids: randomIds }),
     webUrl: config.webUrl,
     mediaMaxBytes: config.mediaMaxBytes,
     downloadTimeoutMs: config.mediaDownloadTimeoutSeconds * 1000,

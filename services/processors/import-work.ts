@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
 import { v5 as uuidv5 } from 'uuid';
-import type { BalanceReader } from '../../lib/app/balance';
 import { handleCommand, loadState } from '../../lib/app/command-handler';
 import { jobDecider, projectDecider } from '../../lib/app/deciders';
 import { AppError } from '../../lib/domain/errors';
@@ -45,7 +44,6 @@ export type ImportWorkDeps = {
   webUrl: string;
   mediaMaxBytes: number;
   downloadTimeoutMs: number;
-  balance: BalanceReader;
   transcriber: Transcriber;
   /** Staged uploads, forgotten once the job has used them (the blobs stay). */
   uploads?: Pick<UploadStore, 'discard'>;
@@ -97,24 +95,20 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
       continue;
     }
     const { file } = outcome;
+    const seconds = file.duration_seconds ?? 0;
     if (!done) {
-      const shortfall = await balanceShortfall(deps, job, file.duration_seconds ?? 0, secondsUsed);
-      if (shortfall) {
-        await deps.blobs.delete(file.blob_key!).catch(() => undefined);
-        mediaStatus.set(ref, { status: 'failed', error_message: shortfall });
-        continue;
-      }
-      const added = await project({ type: 'AddMedia', file, transcript: outcome.transcript, now: now() }).catch((err: unknown) =>
-        refusal(err),
-      );
+      // The file's seconds are set aside before it joins the project (a retried attempt finds its reservation still open).
+      const reserved = await ctx.reserve('media_seconds', ref, seconds).then(() => null, paymentRefusal);
+      const added = reserved ?? (await project({ type: 'AddMedia', file, transcript: outcome.transcript, now: now() }).catch(refusal));
       if ('error_message' in added) {
+        if (!reserved) await ctx.release('media_seconds', ref, added.error_message);
         await deps.blobs.delete(file.blob_key!).catch(() => undefined);
         mediaStatus.set(ref, { status: 'failed', error_message: added.error_message });
         continue;
       }
     }
-    const seconds = file.duration_seconds ?? 0;
-    // Also for a file an earlier attempt imported: a crash may have come before its charge.
+    // Also for a file an earlier attempt imported: a crash may have come before its settlement or its charge.
+    await ctx.settle('media_seconds', ref, seconds);
     await ctx.charge(ref, seconds);
     secondsUsed += seconds;
     mediaStatus.set(ref, { status: 'success', duration_seconds: seconds });
@@ -237,14 +231,10 @@ const MEDIA_NAMESPACE = '0b8f3f8e-5a4c-4b7e-9d2a-6c1e0f4a7b33';
 /** The asset id of media that did not come as an upload: a name-based UUID of project and reference, the same on every retry. */
 const mediaAssetId = (projectId: string, ref: string): string => uuidv5(`${projectId}\n${ref}`, MEDIA_NAMESPACE);
 
-/**
- * Why the drive cannot take `seconds` more media, or null when it can. `chargedHere` is what this
- * job has charged so far: the balance read model may not have seen those charges yet.
- */
-async function balanceShortfall(deps: ImportWorkDeps, job: Job, seconds: number, chargedHere: number): Promise<string | null> {
-  const left = await deps.balance.left(job.drive_id, { jobId: job.job_id, chargedByJob: chargedHere });
-  if (left === null || left >= seconds) return null;
-  return `not enough media seconds: the file is ${seconds} s long and the drive has ${Math.max(0, Math.floor(left))} s left`;
+/** A reservation the balance cannot cover fails the file; anything else is retried. */
+function paymentRefusal(err: unknown): { error_message: string } {
+  if (err instanceof AppError && err.code === 'payment_required') return { error_message: err.message };
+  throw err;
 }
 
 function sequenceFile(

@@ -9,7 +9,7 @@ import type { EventLog, LogSubscription } from '../../lib/ports/event-log';
 import type { ReadStore } from '../../lib/ports/read-store';
 import { JOBS } from '../../lib/read-models/jobs';
 import { discardUploads, importMedia, type ImportWorkDeps } from './import-work';
-import { runJob, type JobContext, type RunnerDeps, type WorkOutcome } from './job-runner';
+import { releaseHeld, runJob, type JobContext, type RunnerDeps, type WorkOutcome } from './job-runner';
 import { createFairPool, type FairPool } from './pool';
 
 /**
@@ -60,9 +60,18 @@ export async function start(deps: ProcessorsDeps): Promise<Processors> {
   const cleanUpCancelled = async (jobId: string, jobType: JobType): Promise<void> => {
     const { state } = await loadState(deps.store, streams.job(jobId), jobDecider);
     if (state.status !== 'cancelled' || state.job.job_type !== jobType) return;
+    const log = deps.logger.child({ job_id: jobId, job_type: state.job.job_type });
+    // Also when an attempt may still run: it releases again once stopped, whatever it reserved meanwhile.
+    await releaseHeld(deps, state.job, 'the job was cancelled', log);
     const attemptMayRun = state.lease_until !== null && Date.parse(state.lease_until) > deps.clock.now().getTime();
     if (attemptMayRun) return;
-    await afterCancel[state.job.job_type]?.(state.job, deps.logger.child({ job_id: jobId, job_type: state.job.job_type }));
+    await afterCancel[state.job.job_type]?.(state.job, log);
+  };
+  /** The attempt that stopped the job released what it held; this is for a crash in between. */
+  const releaseAfterStop = async (jobId: string, jobType: JobType): Promise<void> => {
+    const { state } = await loadState(deps.store, streams.job(jobId), jobDecider);
+    if (state.status !== 'stopped' || state.job.job_type !== jobType) return;
+    await releaseHeld(deps, state.job, 'the job stopped', deps.logger.child({ job_id: jobId, job_type: jobType }));
   };
   /**
    * A job with upload items starts once none is awaited: when its last upload arrives (the
@@ -81,6 +90,7 @@ export async function start(deps: ProcessorsDeps): Promise<Processors> {
       async (event) => {
         if (event.type === 'UploadReceived') return { settled: startIfReady((event.data as { job_id: string }).job_id) };
         if (event.type === 'JobCancelled') return { settled: cleanUpCancelled((event.data as { job_id: string }).job_id, jobType) };
+        if (event.type === 'JobStopped') return { settled: releaseAfterStop((event.data as { job_id: string }).job_id, jobType) };
         if (event.type !== 'JobQueued') return;
         const job = event.data as Job;
         if (job.job_type !== jobType) return;

@@ -15,6 +15,8 @@ import {
 import { streams } from '../../lib/domain/ids';
 import type { Clock, Ids } from '../../lib/ports/clock';
 import type { EventStore } from '../../lib/ports/event-store';
+import type { Balances } from '../../lib/app/balances';
+import type { BalanceKind } from '../../lib/domain/balance';
 
 /**
  * Runs one job under a claim: claim it (a lease on the job stream), do the work while renewing
@@ -36,6 +38,16 @@ export interface JobContext {
   progress(label: string, percent: number): Promise<void>;
   /** Records media seconds consumed by `ref`, once per job and reference. */
   charge(ref: string, seconds: number): Promise<void>;
+  /**
+   * Sets `amount` of the drive's balance aside for `what` before the work that spends it;
+   * refused with a `payment_required` AppError when the balance cannot cover it. Reserving again
+   * for the same `what` (a retried attempt) takes nothing more.
+   */
+  reserve(kind: BalanceKind, what: string, amount: number): Promise<void>;
+  /** Settles the reservation for `what` at what was used (at most what was reserved). */
+  settle(kind: BalanceKind, what: string, used: number): Promise<void>;
+  /** Gives the reservation for `what` back unused. What a job still holds when it ends is given back by the engine. */
+  release(kind: BalanceKind, what: string, reason: string): Promise<void>;
   readonly log: Logger;
 }
 
@@ -47,6 +59,8 @@ export interface JobObserver {
 
 export type RunnerDeps = {
   store: EventStore;
+  /** The drives' balances: jobs reserve before they spend, and what a job holds when it ends is released. */
+  balances: Balances;
   clock: Clock;
   ids: Ids;
   logger: Logger;
@@ -90,9 +104,15 @@ export async function runJob(
   if (!started) return;
   const { attempt } = started;
   if (failedAttempts(started) >= (deps.maxAttempts ?? 3)) {
-    log.error({ attempt }, 'job failed on every attempt; stopping it with an error');
-    const result = { status: 'error', error_code: 'internal_error', error_message: 'the job failed repeatedly and was given up' } as const;
+    log.error({ attempt, last_failure: started.lastFailure }, 'job failed on every attempt; stopping it with an error');
+    const reason = started.lastFailure ? `; the last: ${started.lastFailure}` : '';
+    const result = {
+      status: 'error',
+      error_code: 'internal_error',
+      error_message: `the job failed repeatedly and was given up${reason}`,
+    } as const;
     await command({ type: 'StopJob', attempt, result, projectUrl: null, now: now() });
+    await releaseHeld(deps, job, 'the job failed repeatedly and was given up', log);
     deps.observer?.finished(job, 'error', 0);
     return;
   }
@@ -136,11 +156,19 @@ export async function runJob(
   const charge = async (ref: string, seconds: number) => {
     await command({ type: 'ChargeMediaSeconds', attempt, ref, seconds, now: now() });
   };
+  const reservationId = (kind: BalanceKind, what: string) => `${job.job_id}:${kind}:${what}`;
+  const balance = {
+    reserve: (kind: BalanceKind, what: string, amount: number) =>
+      deps.balances.reserve({ driveId: job.drive_id, reservationId: reservationId(kind, what), jobId: job.job_id, kind, amount }),
+    settle: (kind: BalanceKind, what: string, used: number) => deps.balances.settle(job.drive_id, reservationId(kind, what), used),
+    release: (kind: BalanceKind, what: string, reason: string) => deps.balances.release(job.drive_id, reservationId(kind, what), reason),
+  };
 
   try {
-    const outcome = await work({ job, attempt, signal, progress, charge, log });
+    const outcome = await work({ job, attempt, signal, progress, charge, ...balance, log });
     if (stop.signal.aborted) return await finishAborted();
     const stopped = await command({ type: 'StopJob', attempt, result: outcome.result, projectUrl: outcome.projectUrl, now: now() });
+    if (stopped.events.length > 0) await releaseHeld(deps, job, 'the job stopped', log);
     log.info({ status: outcome.result.status, recorded: stopped.events.length > 0, seconds: elapsed() }, 'job stopped');
     deps.observer?.finished(job, outcome.result.status, elapsed());
   } catch (err) {
@@ -152,11 +180,23 @@ export async function runJob(
       );
       log.info({ attempt }, 'stopped mid-job by shutdown; it resumes after restart');
       deps.observer?.finished(job, 'interrupted', elapsed());
+    } else if (err instanceof AppError && !err.retriable) {
+      // Trying again would fail the same way: the job stops now, with the reason.
+      const result = { status: 'error', error_code: err.code, error_message: err.message } as const;
+      const stopped = await command({ type: 'StopJob', attempt, result, projectUrl: null, now: now() });
+      if (stopped.events.length > 0) await releaseHeld(deps, job, 'the job failed', log);
+      log.warn({ err, attempt }, 'job failed with an error not worth retrying; stopped with it');
+      deps.observer?.finished(job, 'error', elapsed());
+      return;
     } else {
+      const reason = err instanceof Error ? err.message : String(err);
+      await command({ type: 'RecordAttemptFailure', attempt, reason, now: now() }).catch((e: unknown) =>
+        log.warn({ err: e }, 'could not record why the attempt failed'),
+      );
       log.warn({ err, attempt }, 'job attempt failed; it will be tried again');
       deps.observer?.finished(job, 'error', elapsed());
     }
-    throw err; // the log delivers the job again and the next attempt resumes
+    throw err; // the log delivers the job again, after its back-off, and the next attempt resumes
   } finally {
     clearInterval(watcher);
   }
@@ -166,8 +206,20 @@ export async function runJob(
     const lost = reason instanceof ClaimLost;
     log.info({ attempt }, lost ? 'claim lost to another worker; this attempt stops' : 'job cancelled; work stopped');
     deps.observer?.finished(job, lost ? 'lost' : 'cancelled', elapsed());
-    if (!lost) await afterCancel?.(job, log).catch((err: unknown) => log.warn({ err }, 'could not clean up after the cancelled job'));
+    if (lost) return;
+    await releaseHeld(deps, job, 'the job was cancelled', log);
+    await afterCancel?.(job, log).catch((err: unknown) => log.warn({ err }, 'could not clean up after the cancelled job'));
   }
+}
+
+/**
+ * Gives back whatever the ended job still holds of its drive's balances. A failure here only
+ * delays it: the processors release it again when they see the job's end in the log.
+ */
+export async function releaseHeld(deps: Pick<RunnerDeps, 'balances'>, job: Job, reason: string, log: Logger): Promise<void> {
+  await deps.balances
+    .releaseJob(job.drive_id, job.job_id, reason)
+    .catch((err: unknown) => log.warn({ err }, "could not release the job's reservations"));
 }
 
 /**

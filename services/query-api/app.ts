@@ -1,4 +1,4 @@
-import { createBalanceReader } from '../../lib/app/balance';
+import { createBalances } from '../../lib/app/balances';
 import { positionValue } from '../../lib/app/consistency';
 import { foldDocument } from '../../lib/app/projection';
 import { forbidden, notFound } from '../../lib/domain/errors';
@@ -54,7 +54,7 @@ export function createApp(deps: QueryApiDeps): HttpApp {
       ids: deps.ids,
       webUrl: deps.webUrl,
       urlRefusal: deps.urlRefusal,
-      balance: createBalanceReader({ store: deps.store, read: deps.read }),
+      balance: createBalances({ store: deps.store, clock: deps.clock, ids: deps.ids }),
     },
   });
   const answers = keptJobAnswers();

@@ -17,19 +17,21 @@ describe('e2e: read-your-writes in the all-in-one process', function () {
   let media: Awaited<ReturnType<typeof startMediaServer>>;
   let svc: ServiceProcess;
   let token: string;
+  let driveId: string;
   let busyToken: string;
+  let env: Record<string, string>;
 
   before(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'e2e-ryw-'));
     media = await startMediaServer({ 'talk.wav': await makeTestMedia(dir, 'wav', 1) });
     await buildOnce();
-    const env = {
+    env = {
       DATA_DIR: mkdtempSync(join(tmpdir(), 'e2e-ryw-data-')),
       OUTBOUND_ALLOWLIST: '127.0.0.1',
       RATE_LIMIT_PER_MINUTE: '1000000',
     };
     svc = await startService(env);
-    token = (await admin(env, 'drive', 'create', '--name', 'RYW')).token;
+    ({ token, drive_id: driveId } = await admin(env, 'drive', 'create', '--name', 'RYW', '--media-seconds', '3600'));
     busyToken = (await admin(env, 'drive', 'create', '--name', 'Busy')).token;
   });
   after(async () => {
@@ -62,6 +64,7 @@ describe('e2e: read-your-writes in the all-in-one process', function () {
   it('a job read as stopped comes with its project as the job left it, and /metrics has the projection lag per read model', async () => {
     const client = apiClient(svc, token);
     const gaps: string[] = [];
+    let used = 0;
     for (let i = 0; i < 20; i++) {
       const created = await client.post('/jobs/import/project_media', {
         project_name: `Effects ${i}`,
@@ -72,9 +75,13 @@ describe('e2e: read-your-writes in the all-in-one process', function () {
       let last: unknown = null;
       await waitFor(
         async () => {
-          const job = (await (await client.get(`/jobs/${job_id}`)).json()) as { job_state: string };
+          const job = (await (await client.get(`/jobs/${job_id}`)).json()) as {
+            job_state: string;
+            result?: { media_seconds_used: number };
+          };
           last = job;
           if (job.job_state !== 'stopped') return null;
+          used += job.result?.media_seconds_used ?? 0;
           const project = (await (await client.get(`/projects/${project_id}`)).json()) as Record<string, any>;
           if (project.media_files?.['talk.wav']?.type !== 'audio') gaps.push(`${i}: media missing`);
           if (!project.compositions?.some((c: { name: string; duration: number }) => c.name === 'Main' && c.duration > 0.5)) {
@@ -92,6 +99,13 @@ describe('e2e: read-your-writes in the all-in-one process', function () {
       });
     }
     assert.deepEqual(gaps, []);
+    // What operators see of the drive's balance: every second the jobs used, settled; nothing still reserved.
+    const shown = (await admin(env, 'drive', 'show', '--drive', driveId)) as unknown as {
+      balances: Record<string, Record<string, number>>;
+    };
+    assert.ok(Math.abs(shown.balances.media_seconds.used - used) < 1e-6, JSON.stringify(shown.balances));
+    assert.equal(shown.balances.media_seconds.reserved, 0);
+    assert.ok(Math.abs(shown.balances.media_seconds.left - (3600 - used)) < 1e-6);
     const metrics = await (await fetch(`${svc.base}/metrics`)).text();
     for (const model of ['jobs', 'projects', 'compositions', 'search']) {
       assert.match(metrics, new RegExp(`projection_lag_seconds_count\\{read_model="${model}"\\} [1-9]`), model);

@@ -145,7 +145,7 @@ describe('POST /v1/jobs/import/project_media (HTTP, embedded adapters)', functio
     assert.equal(charges.length, 1);
     assert.ok(Math.abs((charges[0].data.seconds as number) - 2) < 0.1);
     const left = await waitFor(async () => {
-      const l = await h.balance.left(drive.drive_id);
+      const l = (await h.balance.show(drive.drive_id)).media_seconds.left;
       return l !== null && l < 3 ? l : null;
     });
     assert.ok(Math.abs(left - 1) < 0.1, `balance left ${left}`);

@@ -8,7 +8,7 @@ import Koa from 'koa';
 import { literalRefusal, parseAllowlist } from '../../lib/adapters/http/outbound-fetcher';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { createDrive, updateDrive } from '../../lib/app/admin';
-import { createBalanceReader } from '../../lib/app/balance';
+import { createBalances } from '../../lib/app/balances';
 import { handleCommand } from '../../lib/app/command-handler';
 import { createAuthenticator } from '../../lib/app/tenancy';
 import { streams } from '../../lib/domain/ids';
@@ -452,7 +452,7 @@ function webApp(h: Harness, webUrl: string): Koa {
       ids: randomIds,
       webUrl,
       urlRefusal: (url) => literalRefusal(url, allowlist),
-      balance: createBalanceReader({ store: h.store, read: h.read }),
+      balance: createBalances({ store: h.store, clock: systemClock, ids: randomIds }),
     },
   });
   app.use(web.routes());

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Type } from 'avsc';
 import { canonicalForm, createAvroCodec, crc64Avro, fingerprintOf } from '../../lib/adapters/kafka/avro-codec';
 import type { CompositionEvent } from '../../lib/domain/composition';
+import type { BalanceEvent } from '../../lib/domain/balance';
 import type { JobEvent } from '../../lib/domain/job';
 import type { DeliveryEvent } from '../../lib/domain/delivery';
 import type { FolderEvent } from '../../lib/domain/folder';
@@ -16,7 +17,16 @@ import type { StoredEvent } from '../../lib/ports/event-store';
 const SCHEMA_DIR = join(__dirname, '../../schemas/events');
 const codec = createAvroCodec({ schemaDir: SCHEMA_DIR });
 
-type DomainEvent = JobEvent | ProjectEvent | DriveEvent | TokenEvent | CompositionEvent | FolderEvent | DeliveryEvent | ImportLinkEvent;
+type DomainEvent =
+  | JobEvent
+  | ProjectEvent
+  | DriveEvent
+  | TokenEvent
+  | CompositionEvent
+  | FolderEvent
+  | DeliveryEvent
+  | ImportLinkEvent
+  | BalanceEvent;
 const T = '2024-05-01T10:00:00.000Z';
 const JOB = 'project-media-import-5b0f7c1e-8a43-4a7e-9d4b-0f3c2a1e6d55';
 const PROJECT = '1e7d4a0c-3b5f-4c8e-a2d9-6f0b1c3e5a77';
@@ -53,7 +63,20 @@ const domainEvents: DomainEvent[] = [
   },
   { type: 'JobCancelled', data: { job_id: JOB, stopped_at: T } },
   { type: 'JobInterrupted', data: { job_id: JOB, attempt: 2, at: T } },
+  { type: 'JobAttemptFailed', data: { job_id: JOB, attempt: 1, reason: 'the transcriber answered 503', at: T } },
   { type: 'MediaSecondsCharged', data: { drive_id: DRIVE, job_id: JOB, ref: 'cam-a.mp4', seconds: 12.5, charged_at: T } },
+  {
+    type: 'BalanceReserved',
+    data: { drive_id: DRIVE, reservation_id: `${JOB}:cam-a.mp4`, job_id: JOB, kind: 'media_seconds', amount: 12.5, reserved_at: T },
+  },
+  {
+    type: 'ReservationSettled',
+    data: { drive_id: DRIVE, reservation_id: `${JOB}:cam-a.mp4`, job_id: JOB, kind: 'media_seconds', used: 12.5, settled_at: T },
+  },
+  {
+    type: 'ReservationReleased',
+    data: { drive_id: DRIVE, reservation_id: `${JOB}:turn-1`, job_id: JOB, kind: 'ai_credits', reason: 'cancelled', released_at: T },
+  },
   {
     type: 'ProjectCreated',
     data: {

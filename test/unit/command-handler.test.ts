@@ -4,7 +4,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSqliteEventStore, type SqliteEventStore } from '../../lib/adapters/embedded/event-store';
-import { foldStream, handleCommand, loadState, type Decider } from '../../lib/app/command-handler';
+import { foldStream, handleCommand, loadState } from '../../lib/app/command-handler';
+import type { Decider } from '../../lib/domain/decider';
 import type { EventStore, NewEvent } from '../../lib/ports/event-store';
 
 /**

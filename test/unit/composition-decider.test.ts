@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { Decider } from '../../lib/app/command-handler';
+import type { Decider } from '../../lib/domain/decider';
 import {
   type CompositionCommand,
   compositionDecider,

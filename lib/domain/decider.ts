@@ -1,0 +1,13 @@
+import type { Rejection } from './errors';
+
+/**
+ * An aggregate's rules as one value (STYLE §3): `decide(command, state) → events | refusal`,
+ * `evolve(state, event) → state`, from `initialState()`. Pure: time and ids come in commands.
+ * Command handling is always read stream → fold → decide → append with the expected revision
+ * (lib/app/command-handler.ts).
+ */
+export type Decider<C, E extends { type: string; data: object }, S> = {
+  readonly initialState: () => S;
+  readonly evolve: (state: S, event: E) => S;
+  readonly decide: (command: C, state: S) => E[] | Rejection;
+};

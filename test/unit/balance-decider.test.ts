@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import { randomIds, systemClock } from '../../lib/adapters/system/clock';
+import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
+import { createDrive, updateDrive } from '../../lib/app/admin';
+import { createBalances } from '../../lib/app/balances';
+import { balanceDecider, left, type Allowances, type BalanceEvent } from '../../lib/domain/balance';
+import { AppError } from '../../lib/domain/errors';
+import { specFor } from '../fixtures/given';
+
+const given = specFor(balanceDecider);
+const T = '2026-11-24T10:00:00.000Z';
+const DRIVE = '9c2e6b1a-0d4f-4e3a-8b7c-5a1d2f3e4b60';
+const LIMITED: Allowances = { media_seconds: 100, ai_credits: 10 };
+const ref = (id: string, kind: 'media_seconds' | 'ai_credits' = 'media_seconds', job = 'job-1') => ({
+  drive_id: DRIVE,
+  reservation_id: id,
+  job_id: job,
+  kind,
+});
+const reservedEvent = (
+  id: string,
+  amount: number,
+  kind: 'media_seconds' | 'ai_credits' = 'media_seconds',
+  job = 'job-1',
+): BalanceEvent => ({
+  type: 'BalanceReserved',
+  data: { ...ref(id, kind, job), amount, reserved_at: T },
+});
+const reserve = (id: string, amount: number, kind: 'media_seconds' | 'ai_credits' = 'media_seconds') => ({
+  type: 'Reserve' as const,
+  driveId: DRIVE,
+  reservationId: id,
+  jobId: 'job-1',
+  kind,
+  amount,
+  allowances: LIMITED,
+  now: T,
+});
+
+describe('balance decider', () => {
+  it('reserves what the balance can cover', () => {
+    given(reservedEvent('a', 60))
+      .when(reserve('b', 40))
+      .then([reservedEvent('b', 40)]);
+  });
+
+  it('refuses a reservation that would take the balance below zero, counting what is reserved and what was used', () => {
+    given(reservedEvent('a', 60)).when(reserve('b', 40.5)).thenRejects('payment_required', { state: 'insufficient_balance' });
+    given(reservedEvent('a', 60), { type: 'ReservationSettled', data: { ...ref('a'), used: 50, settled_at: T } })
+      .when(reserve('b', 50.5))
+      .thenRejects('payment_required');
+  });
+
+  it('keeps the kinds apart, and an unlimited kind never refuses', () => {
+    given(reservedEvent('a', 100))
+      .when(reserve('b', 10, 'ai_credits'))
+      .then([reservedEvent('b', 10, 'ai_credits')]);
+    const unlimited = { ...reserve('b', 1e9), allowances: { media_seconds: null, ai_credits: 0 } };
+    given(reservedEvent('a', 100))
+      .when(unlimited)
+      .then([reservedEvent('b', 1e9)]);
+  });
+
+  it('takes nothing more when a retried attempt reserves again for the same work', () => {
+    given(reservedEvent('a', 60)).when(reserve('a', 60)).then([]);
+  });
+
+  it('settles at what was used, frees the rest, and a second settlement is a no-op', () => {
+    const settled: BalanceEvent = { type: 'ReservationSettled', data: { ...ref('a'), used: 42.5, settled_at: T } };
+    given(reservedEvent('a', 60)).when({ type: 'Settle', reservationId: 'a', used: 42.5, now: T }).then([settled]);
+    given(reservedEvent('a', 60), settled).when({ type: 'Settle', reservationId: 'a', used: 42.5, now: T }).then([]);
+    const state = [reservedEvent('a', 60), settled].reduce(balanceDecider.evolve, balanceDecider.initialState());
+    assert.equal(left(state, LIMITED, 'media_seconds'), 57.5);
+  });
+
+  it('refuses to settle more than was reserved', () => {
+    given(reservedEvent('a', 60)).when({ type: 'Settle', reservationId: 'a', used: 61, now: T }).thenRejects('internal_error');
+  });
+
+  it('releases one reservation, or every one a job still holds when it ends', () => {
+    given(reservedEvent('a', 60))
+      .when({ type: 'Release', reservationId: 'a', reason: 'file refused', now: T })
+      .then([{ type: 'ReservationReleased', data: { ...ref('a'), reason: 'file refused', released_at: T } }]);
+    given(reservedEvent('a', 10), reservedEvent('b', 1, 'ai_credits'), reservedEvent('c', 5, 'media_seconds', 'job-2'))
+      .when({ type: 'ReleaseJob', jobId: 'job-1', reason: 'cancelled', now: T })
+      .then([
+        { type: 'ReservationReleased', data: { ...ref('a'), reason: 'cancelled', released_at: T } },
+        { type: 'ReservationReleased', data: { ...ref('b', 'ai_credits'), reason: 'cancelled', released_at: T } },
+      ]);
+    given().when({ type: 'ReleaseJob', jobId: 'job-1', reason: 'stopped', now: T }).then([]);
+  });
+});
+
+describe('balances on the event store', () => {
+  it('never goes below zero with 200 reservations at once from two processes, and settles exactly', async () => {
+    const store = createSqliteEventStore({ path: ':memory:' });
+    try {
+      const deps = { store, clock: systemClock, ids: randomIds };
+      const drive = await createDrive(deps, { name: 'Metered', mediaSeconds: 150 });
+      // Two instances: each takes its own commands one at a time, so they really conflict on the stream.
+      const [a, b] = [createBalances(deps), createBalances(deps)];
+      const granted: number[] = [];
+      const amounts = Array.from({ length: 200 }, (_, i) => 1 + (i % 3) * 0.5);
+      await Promise.all(
+        amounts.map(async (amount, i) => {
+          const balances = i % 2 ? a : b;
+          const reservationId = `job-${i}:media_seconds:file.wav`;
+          try {
+            await balances.reserve({ driveId: drive.drive_id, reservationId, jobId: `job-${i}`, kind: 'media_seconds', amount });
+          } catch (err) {
+            assert.ok(err instanceof AppError && err.code === 'payment_required', String(err));
+            return;
+          }
+          granted.push(amount);
+          // Most use all of it, some a part, every fifth gives it back.
+          if (i % 5 === 0) await balances.release(drive.drive_id, reservationId, 'failed');
+          else await balances.settle(drive.drive_id, reservationId, i % 7 === 0 ? amount / 2 : amount);
+        }),
+      );
+      const shown = (await a.show(drive.drive_id)).media_seconds;
+      const events = await store.readStream(`balance-${drive.drive_id}`);
+      const settled = events.filter((e) => e.type === 'ReservationSettled').reduce((n, e) => n + (e.data.used as number), 0);
+      assert.ok(shown.left! >= 0, `left ${shown.left}`);
+      assert.equal(shown.reserved, 0);
+      assert.equal(shown.used, settled, 'used is the sum of the settlements');
+      // At every event of the stream, used and reserved together stayed within the allowance.
+      let state = balanceDecider.initialState();
+      for (const e of events) {
+        state = balanceDecider.evolve(state, { type: e.type, data: e.data } as BalanceEvent);
+        assert.ok(left(state, { media_seconds: 150, ai_credits: 0 }, 'media_seconds')! >= -1e-9, `below zero at revision ${e.revision}`);
+      }
+      assert.ok(granted.length > 0 && granted.length < 200);
+      // More granted to the drive: reservations go through again.
+      await updateDrive(deps, drive.drive_id, { media_seconds: 1000 });
+      await a.reserve({ driveId: drive.drive_id, reservationId: 'later', jobId: 'job-x', kind: 'media_seconds', amount: 100 });
+      assert.equal((await b.show(drive.drive_id)).media_seconds.reserved, 100);
+    } finally {
+      await store.close();
+    }
+  });
+});

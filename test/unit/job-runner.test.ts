@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import pino from 'pino';
+import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
+import { randomIds, systemClock } from '../../lib/adapters/system/clock';
+import { createBalances } from '../../lib/app/balances';
+import { handleCommand, loadState } from '../../lib/app/command-handler';
+import { jobDecider } from '../../lib/app/deciders';
+import { AppError } from '../../lib/domain/errors';
+import { streams } from '../../lib/domain/ids';
+import type { ImportPlan } from '../../lib/domain/import';
+import { runJob, type Job, type RunnerDeps } from '../../services/processors/job-runner';
+
+/** The runner decides between trying again and a result, in one place (STYLE §15), from the error's `retriable` flag. */
+describe('job runner: retriable or not', () => {
+  const store = createSqliteEventStore({ path: ':memory:' });
+  const deps: RunnerDeps = {
+    store,
+    balances: createBalances({ store, clock: systemClock, ids: randomIds }),
+    clock: systemClock,
+    ids: randomIds,
+    logger: pino({ level: 'silent' }),
+    shutdown: new AbortController().signal,
+    workerId: 'test-worker',
+    cancelPollMs: 10_000,
+    maxAttempts: 3,
+  };
+  after(() => store.close());
+
+  async function queued(): Promise<Job> {
+    const jobId = `project-media-import-${randomIds.uuid()}`;
+    const job = {
+      job_id: jobId,
+      job_type: 'import/project_media' as const,
+      drive_id: randomIds.uuid(),
+      project_id: randomIds.uuid(),
+      project_url: 'http://web.test/p',
+      created_by: randomIds.uuid(),
+      callback_url: null,
+      request: { media: [], compositions: [] } as unknown as ImportPlan,
+    };
+    const made = await handleCommand(
+      store,
+      streams.job(jobId),
+      jobDecider,
+      { type: 'QueueJob', job, now: new Date().toISOString() },
+      {
+        newId: randomIds.uuidv7,
+        metadata: { partition_key: job.project_id },
+      },
+    );
+    return (made.state as { job: Job }).job;
+  }
+  const stateOf = async (job: Job) => (await loadState(store, streams.job(job.job_id), jobDecider)).state as Record<string, any>;
+
+  it('stops the job at once with an error not worth retrying, its code and message as the result', async () => {
+    const job = await queued();
+    await runJob(deps, job, async () => {
+      throw new AppError('invalid_input', 'the composition names media the project does not have');
+    });
+    const state = await stateOf(job);
+    assert.equal(state.status, 'stopped');
+    assert.equal(state.attempt, 1, 'one attempt');
+    const events = await store.readStream(streams.job(job.job_id));
+    const stopped = events.find((e) => e.type === 'JobStopped')!;
+    assert.deepEqual(stopped.data.result, {
+      status: 'error',
+      error_code: 'invalid_input',
+      error_message: 'the composition names media the project does not have',
+    });
+  });
+
+  it('tries a retriable failure again, records each reason, and gives up after the bound with the last one', async () => {
+    const job = await queued();
+    let tries = 0;
+    const flaky = async () => {
+      tries += 1;
+      throw new AppError('unavailable', `the transcriber answered 503 (try ${tries})`, { retriable: true });
+    };
+    for (let i = 0; i < 3; i++) await assert.rejects(runJob(deps, job, flaky), /answered 503/);
+    assert.equal((await stateOf(job)).status, 'running', 'still the job of a next attempt');
+    await runJob(deps, job, flaky); // the fourth claim: given up without running
+    assert.equal(tries, 3);
+    const events = await store.readStream(streams.job(job.job_id));
+    assert.equal(events.filter((e) => e.type === 'JobAttemptFailed').length, 3);
+    const stopped = events.find((e) => e.type === 'JobStopped')!;
+    assert.deepEqual(stopped.data.result, {
+      status: 'error',
+      error_code: 'internal_error',
+      error_message: 'the job failed repeatedly and was given up; the last: the transcriber answered 503 (try 3)',
+    });
+  });
+});
