@@ -36,4 +36,3 @@ export const chargesModel: ReadModel = {
   indexes: CHARGE_INDEXES,
   total: CHARGE_TOTALS,
 };
-

@@ -21,7 +21,12 @@ import { driveDecider } from './deciders';
  * anything left at all) and operators (`admin drive show`).
  */
 
-export type BalanceFigures = { readonly allowance: number | null; readonly used: number; readonly reserved: number; readonly left: number | null };
+export type BalanceFigures = {
+  readonly allowance: number | null;
+  readonly used: number;
+  readonly reserved: number;
+  readonly left: number | null;
+};
 
 export interface Balances {
   /** Reserves `amount`; refused with a `payment_required` AppError when the balance cannot cover it. */

@@ -105,7 +105,7 @@ describe('job engine (HTTP, embedded adapters)', function () {
     assert.equal((await h.store.readStream(`drive-${drive.drive_id}`)).length, 1);
     const left = await waitFor(
       async () => {
-        const l = ((await h.balance.show(drive.drive_id)).media_seconds.left)!;
+        const l = (await h.balance.show(drive.drive_id)).media_seconds.left!;
         return Math.abs(l - (start - used)) < 1e-6 ? l : null;
       },
       { timeoutMs: 10_000, what: 'the balance to reach start minus used' },

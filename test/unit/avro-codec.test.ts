@@ -18,15 +18,7 @@ const SCHEMA_DIR = join(__dirname, '../../schemas/events');
 const codec = createAvroCodec({ schemaDir: SCHEMA_DIR });
 
 type DomainEvent =
-  | JobEvent
-  | ProjectEvent
-  | DriveEvent
-  | TokenEvent
-  | CompositionEvent
-  | FolderEvent
-  | DeliveryEvent
-  | ImportLinkEvent
-  | BalanceEvent;
+  JobEvent | ProjectEvent | DriveEvent | TokenEvent | CompositionEvent | FolderEvent | DeliveryEvent | ImportLinkEvent | BalanceEvent;
 const T = '2024-05-01T10:00:00.000Z';
 const JOB = 'project-media-import-5b0f7c1e-8a43-4a7e-9d4b-0f3c2a1e6d55';
 const PROJECT = '1e7d4a0c-3b5f-4c8e-a2d9-6f0b1c3e5a77';
