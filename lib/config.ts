@@ -87,7 +87,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       MAX_REQUEST_BYTES: positiveInt({ default: 1024 * 1024 }),
       MEDIA_MAX_BYTES: positiveInt({ default: 2 * 1024 ** 3 }),
       MEDIA_DOWNLOAD_TIMEOUT: duration({ default: 1800 }),
-      PROCESSOR_CONCURRENCY: positiveInt({ default: 4 }),
+      // Each job type's pool (DESIGN §8); PROCESSOR_CONCURRENCY is the import pool's older name.
+      IMPORT_CONCURRENCY: positiveInt({ default: undefined }),
+      PROCESSOR_CONCURRENCY: positiveInt({ default: undefined }),
+      AGENT_CONCURRENCY: positiveInt({ default: 4 }),
+      PUBLISH_CONCURRENCY: positiveInt({ default: 1 }),
       WORKER_ID: str({ default: undefined }),
     },
     {
@@ -127,7 +131,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     maxRequestBytes: raw.MAX_REQUEST_BYTES,
     mediaMaxBytes: raw.MEDIA_MAX_BYTES,
     mediaDownloadTimeoutSeconds: raw.MEDIA_DOWNLOAD_TIMEOUT,
-    processorConcurrency: raw.PROCESSOR_CONCURRENCY,
+    /** Jobs each pool runs at once per processor: imports wait on downloads, agents on a model, a render takes a core. */
+    concurrency: {
+      import: raw.IMPORT_CONCURRENCY ?? raw.PROCESSOR_CONCURRENCY ?? 4,
+      agent: raw.AGENT_CONCURRENCY,
+      publish: raw.PUBLISH_CONCURRENCY,
+    },
     workerId: raw.WORKER_ID,
   };
 }

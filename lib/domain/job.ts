@@ -11,13 +11,29 @@ import { uploadsOf, type ImportPlan, type ImportResult } from './import';
 
 // ---------------------------------------------------------------- job types
 
-/** Each job type's request and result (STYLE §13): agent and publish add their own members. */
-export type JobSpec = { readonly job_type: 'import/project_media'; readonly request: ImportPlan };
-export type JobType = JobSpec['job_type'];
+/**
+ * Each job type's request and result, keyed by `job_type` (STYLE §13): agent and publish add
+ * their members here, and the processors a folder (services/processors/README.md).
+ */
+type JobTypes = {
+  readonly 'import/project_media': { readonly request: ImportPlan; readonly result: ImportResult };
+};
+export type JobType = keyof JobTypes;
 
-/** The result of a job that could not run to its own result (given up after repeated failures). */
+/** What a queued job carries of its type: a discriminated union on `job_type`. */
+export type JobSpec = { readonly [T in JobType]: { readonly job_type: T; readonly request: JobTypes[T]['request'] } }[JobType];
+
+/** The result of a job that could not run to its own result (a failure not worth retrying, or given up after repeated ones). */
 export type FailedJobResult = { readonly status: 'error'; readonly error_code: string; readonly error_message: string };
-export type JobResult = ImportResult | FailedJobResult;
+/** What a job of type `T` stops with. */
+export type JobResultOf<T extends JobType> = JobTypes[T]['result'] | FailedJobResult;
+export type JobResult = JobResultOf<JobType>;
+
+/** Which pool runs a job type's work (sized by IMPORT_CONCURRENCY, AGENT_CONCURRENCY, PUBLISH_CONCURRENCY). */
+export type JobPool = 'import' | 'agent' | 'publish';
+
+/** Omit over each member of a union (TypeScript's Omit would merge the members into one). */
+export type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 // ---------------------------------------------------------------- events
 
@@ -217,7 +233,7 @@ export const failedAttempts = (state: JobState): number =>
 
 // ---------------------------------------------------------------- commands
 
-export type QueueJob = { readonly type: 'QueueJob'; readonly job: Omit<JobQueued['data'], 'created_at'>; readonly now: string };
+export type QueueJob = { readonly type: 'QueueJob'; readonly job: DistributiveOmit<JobQueued['data'], 'created_at'>; readonly now: string };
 /** Claims the job for `workerId` until `now + leaseMs`. Refused while another worker's lease runs. */
 export type ClaimJob = { readonly type: 'ClaimJob'; readonly workerId: string; readonly leaseMs: number; readonly now: string };
 export type RenewLease = { readonly type: 'RenewLease'; readonly attempt: number; readonly leaseMs: number; readonly now: string };

@@ -35,6 +35,6 @@ export const processorsDeps = (
     webUrl: config.webUrl,
     mediaMaxBytes: config.mediaMaxBytes,
     downloadTimeoutMs: config.mediaDownloadTimeoutSeconds * 1000,
-    concurrency: config.processorConcurrency,
+    concurrency: config.concurrency,
   };
 };

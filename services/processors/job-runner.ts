@@ -8,15 +8,16 @@ import {
   failedAttempts,
   type JobCommand,
   type JobEvent,
-  type JobQueued,
-  type JobResult,
+  type JobResultOf,
   type JobState,
+  type JobType,
 } from '../../lib/domain/job';
 import { streams } from '../../lib/domain/ids';
 import type { Clock, Ids } from '../../lib/ports/clock';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { Balances } from '../../lib/app/balances';
 import type { BalanceKind } from '../../lib/domain/balance';
+import type { Job } from './job-type';
 
 /**
  * Runs one job under a claim: claim it (a lease on the job stream), do the work while renewing
@@ -25,12 +26,13 @@ import type { BalanceKind } from '../../lib/domain/balance';
  * lease that lapsed while it was cut off) records nothing and stops.
  */
 
-export type Job = JobQueued['data'];
+export type { Job };
 
-export type WorkOutcome = { result: JobResult; projectUrl: string | null };
+/** What a job's work ends with: its type's result (or a failure), and the project URL to show. */
+export type WorkOutcome<T extends JobType = JobType> = { result: JobResultOf<T>; projectUrl: string | null };
 
-export interface JobContext {
-  readonly job: Job;
+export interface JobContext<T extends JobType = JobType> {
+  readonly job: Job<T>;
   readonly attempt: number;
   /** Aborted when the job is cancelled, the claim is lost, or the process shuts down. */
   readonly signal: AbortSignal;
@@ -87,11 +89,11 @@ const DEFAULT_LEASE_MS = 15_000;
  * `afterCancel` runs when a cancellation stopped the attempt, once its work has stopped: what the
  * work left that only this job needed can go then, as no attempt of the job writes any more.
  */
-export async function runJob(
+export async function runJob<T extends JobType>(
   deps: RunnerDeps,
-  job: Job,
-  work: (ctx: JobContext) => Promise<WorkOutcome>,
-  afterCancel?: (job: Job, log: Logger) => Promise<void>,
+  job: Job<T>,
+  work: (ctx: JobContext<T>) => Promise<WorkOutcome<T>>,
+  afterCancel?: (job: Job<T>, log: Logger) => Promise<void>,
 ): Promise<void> {
   const stream = streams.job(job.job_id);
   const log = deps.logger.child({ job_id: job.job_id, job_type: job.job_type, worker: deps.workerId });

@@ -257,7 +257,10 @@ describe('import: media, transcripts and compositions (HTTP, embedded adapters)'
     assert.equal((await h.http.delete(`/v1/jobs/${accepted.job_id}`).set(h.auth())).status, 204);
     await waitFor(async () => ((await openai.connections()) === 0 ? true : null), { timeoutMs: 3000, what: 'the request closed' });
     assert.ok(Date.now() - asked < 1500, `closed after ${Date.now() - asked} ms`);
-    await waitFor(async () => (h.processors!.pool.stats().running === 0 ? true : null), { timeoutMs: 3000, what: 'the attempt ended' });
+    await waitFor(async () => (h.processors!.pools['import/project_media'].stats().running === 0 ? true : null), {
+      timeoutMs: 3000,
+      what: 'the attempt ended',
+    });
     const job = await h.waitForJob(accepted.job_id);
     assert.equal(job.job_state, 'cancelled');
     const state = await project(accepted.project_id);

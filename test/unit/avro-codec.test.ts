@@ -4,21 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Type } from 'avsc';
 import { canonicalForm, createAvroCodec, crc64Avro, fingerprintOf } from '../../lib/adapters/kafka/avro-codec';
-import type { CompositionEvent } from '../../lib/domain/composition';
-import type { BalanceEvent } from '../../lib/domain/balance';
-import type { JobEvent } from '../../lib/domain/job';
-import type { DeliveryEvent } from '../../lib/domain/delivery';
-import type { FolderEvent } from '../../lib/domain/folder';
-import type { ImportLinkEvent } from '../../lib/domain/import-link';
-import type { ProjectEvent } from '../../lib/domain/project';
-import { DEFAULT_SETTINGS, type DriveEvent, type TokenEvent } from '../../lib/domain/tenancy';
+import { EVENT_TYPES, type DomainEvent } from '../../lib/domain/events';
+import { DEFAULT_SETTINGS } from '../../lib/domain/tenancy';
 import type { StoredEvent } from '../../lib/ports/event-store';
 
 const SCHEMA_DIR = join(__dirname, '../../schemas/events');
 const codec = createAvroCodec({ schemaDir: SCHEMA_DIR });
 
-type DomainEvent =
-  JobEvent | ProjectEvent | DriveEvent | TokenEvent | CompositionEvent | FolderEvent | DeliveryEvent | ImportLinkEvent | BalanceEvent;
 const T = '2024-05-01T10:00:00.000Z';
 const JOB = 'project-media-import-5b0f7c1e-8a43-4a7e-9d4b-0f3c2a1e6d55';
 const PROJECT = '1e7d4a0c-3b5f-4c8e-a2d9-6f0b1c3e5a77';
@@ -255,6 +247,12 @@ describe('Avro codec', () => {
         assert.deepEqual(codec.decode(codec.encode(original)), original);
       });
     }
+
+    it('has a schema and a realistic event above for every event type the domain writes', () => {
+      const schemas = readdirSync(SCHEMA_DIR).filter((f) => f.endsWith('.avsc'));
+      assert.deepEqual(schemas.map((f) => f.replace('.avsc', '')).sort(), [...EVENT_TYPES].sort());
+      assert.deepEqual(domainEvents.map((e) => e.type).sort(), [...EVENT_TYPES].sort());
+    });
 
     it('has a realistic event above for every schema in schemas/events', () => {
       const schemas = readdirSync(SCHEMA_DIR).filter((f) => f.endsWith('.avsc'));

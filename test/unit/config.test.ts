@@ -12,6 +12,18 @@ describe('configuration from the environment', () => {
     assert.equal(c.downloadUrlTtlSeconds, 3600);
   });
 
+  it('sizes each job type pool, defaults sized for two cores, and still reads PROCESSOR_CONCURRENCY for imports', () => {
+    assert.deepEqual(loadConfig({}).concurrency, { import: 4, agent: 4, publish: 1 });
+    assert.deepEqual(loadConfig({ IMPORT_CONCURRENCY: '6', AGENT_CONCURRENCY: '8', PUBLISH_CONCURRENCY: '2' }).concurrency, {
+      import: 6,
+      agent: 8,
+      publish: 2,
+    });
+    assert.equal(loadConfig({ PROCESSOR_CONCURRENCY: '3' }).concurrency.import, 3);
+    assert.equal(loadConfig({ PROCESSOR_CONCURRENCY: '3', IMPORT_CONCURRENCY: '5' }).concurrency.import, 5);
+    assert.throws(() => loadConfig({ PUBLISH_CONCURRENCY: '0' }), /PUBLISH_CONCURRENCY/);
+  });
+
   it('derives BASE_URL and WEB_URL from PORT', () => {
     const c = loadConfig({ PORT: '9090' });
     assert.equal(c.baseUrl, 'http://localhost:9090/v1');

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import { v5 as uuidv5 } from 'uuid';
-import { handleCommand, loadState } from '../../lib/app/command-handler';
-import { jobDecider, projectDecider } from '../../lib/app/deciders';
-import { AppError } from '../../lib/domain/errors';
+import { handleCommand, loadState } from '../../../lib/app/command-handler';
+import { jobDecider, projectDecider } from '../../../lib/app/deciders';
+import { AppError } from '../../../lib/domain/errors';
 import {
   isSequenceItem,
   normalizePlan,
@@ -13,20 +13,20 @@ import {
   type SequenceTrack,
   type UploadItem,
   type UrlItem,
-} from '../../lib/domain/import';
-import { projectUrl, streams } from '../../lib/domain/ids';
-import type { UploadReceived } from '../../lib/domain/job';
-import type { AddMedia, CompositionEntry, MediaFile, ProjectState } from '../../lib/domain/project';
-import type { BlobStore } from '../../lib/ports/blob-store';
-import type { Clock, Ids } from '../../lib/ports/clock';
-import type { EventStore } from '../../lib/ports/event-store';
-import type { MediaProber } from '../../lib/ports/media';
-import type { OutboundFetcher } from '../../lib/ports/outbound';
-import type { Transcriber } from '../../lib/ports/transcriber';
-import type { UploadStore } from '../../lib/ports/upload-store';
+} from '../../../lib/domain/import';
+import { projectUrl, streams } from '../../../lib/domain/ids';
+import type { UploadReceived } from '../../../lib/domain/job';
+import type { AddMedia, CompositionEntry, MediaFile, ProjectState } from '../../../lib/domain/project';
+import type { BlobStore } from '../../../lib/ports/blob-store';
+import type { Clock, Ids } from '../../../lib/ports/clock';
+import type { EventStore } from '../../../lib/ports/event-store';
+import type { MediaProber } from '../../../lib/ports/media';
+import type { OutboundFetcher } from '../../../lib/ports/outbound';
+import type { Transcriber } from '../../../lib/ports/transcriber';
+import type { UploadStore } from '../../../lib/ports/upload-store';
 import { createComposition, DEFAULT_SIZE, wholeClips } from './compose';
 import { download } from './fetch-media';
-import type { Job, JobContext, WorkOutcome } from './job-runner';
+import type { Job, JobContext, WorkOutcome } from '../job-runner';
 import { describeMedia, type FileOutcome, type Source } from './media-file';
 
 /**

@@ -1,8 +1,8 @@
 import { pipeline, Transform } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
-import { AppError, OutboundError } from '../../lib/domain/errors';
-import type { ImportWorkDeps } from './import-work';
-import type { JobContext } from './job-runner';
+import { AppError, OutboundError } from '../../../lib/domain/errors';
+import type { ImportWorkDeps } from './work';
+import type { JobContext } from '../job-runner';
 
 /** One URL item: download it through the outbound guard into the blob store. */
 

@@ -1,9 +1,9 @@
-import { storeTranscript } from '../../lib/app/transcripts';
-import { AppError } from '../../lib/domain/errors';
-import { acceptMedia } from '../../lib/domain/media-formats';
-import type { AddMedia } from '../../lib/domain/project';
-import type { ImportWorkDeps } from './import-work';
-import type { JobContext } from './job-runner';
+import { storeTranscript } from '../../../lib/app/transcripts';
+import { AppError } from '../../../lib/domain/errors';
+import { acceptMedia } from '../../../lib/domain/media-formats';
+import type { AddMedia } from '../../../lib/domain/project';
+import type { ImportWorkDeps } from './work';
+import type { JobContext } from '../job-runner';
 
 /**
  * A stored file becomes a project media file: probe it, decide whether it is media we import,

@@ -1,13 +1,13 @@
 import { v5 as uuidv5 } from 'uuid';
-import { handleCommand } from '../../lib/app/command-handler';
-import { projectDecider } from '../../lib/app/deciders';
-import { compositionDecider } from '../../lib/domain/composition';
-import type { Clip } from '../../lib/domain/edl';
-import { streams } from '../../lib/domain/ids';
-import type { ImportPlan } from '../../lib/domain/import';
-import type { CompositionEntry, ProjectState } from '../../lib/domain/project';
-import type { ImportWorkDeps } from './import-work';
-import type { JobContext } from './job-runner';
+import { handleCommand } from '../../../lib/app/command-handler';
+import { projectDecider } from '../../../lib/app/deciders';
+import { compositionDecider } from '../../../lib/domain/composition';
+import type { Clip } from '../../../lib/domain/edl';
+import { streams } from '../../../lib/domain/ids';
+import type { ImportPlan } from '../../../lib/domain/import';
+import type { CompositionEntry, ProjectState } from '../../../lib/domain/project';
+import type { ImportWorkDeps } from './work';
+import type { JobContext } from '../job-runner';
 
 /**
  * Compositions an import makes. Each is listed on the project stream first (which keeps short
