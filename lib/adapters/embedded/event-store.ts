@@ -1,10 +1,10 @@
 import type Database from 'better-sqlite3';
 import { EventEmitter } from 'node:events';
 import type { AppendResult, EventStore, Position, StoredEvent, StreamAppend, Subscription } from '../../ports/event-store';
-import { configureEventDb } from './event-batch';
 import { inlineWriter, threadWriter, type EventWriter } from './event-writer';
+import { openEventDb, prepareStatements, toStored, type Row, type Statements } from './event-tables';
 import { createGroupCommit, type GroupCommitStats } from './group-commit';
-import { guarded, openDatabase, probeWritable, WRITE_PROBE_SCHEMA, type StoreFile } from './sqlite';
+import { guarded, probeWritable, type StoreFile } from './sqlite';
 
 export type { GroupCommitStats } from './group-commit';
 
@@ -17,17 +17,6 @@ export type { GroupCommitStats } from './group-commit';
  * made together share one transaction and one fsync (group commit, group-commit.ts), each still
  * checked against its own expected revision; a conflict is a result, not an error.
  */
-
-type Row = {
-  position: number;
-  id: string;
-  stream_id: string;
-  revision: number;
-  type: string;
-  data: string;
-  metadata: string;
-  created_at: string;
-};
 
 export interface SqliteEventStore extends EventStore {
   /** Always here: the sequence goes to the writer in one group commit. */
@@ -57,33 +46,6 @@ export type SqliteEventStoreOptions = {
   /** `thread` (default for a file) commits on a writer thread; `inline` on the event loop's thread. */
   writer?: 'thread' | 'inline';
 };
-
-const SCHEMA = `
-  CREATE TABLE IF NOT EXISTS events (
-    position   INTEGER PRIMARY KEY AUTOINCREMENT,
-    id         TEXT NOT NULL UNIQUE,
-    stream_id  TEXT NOT NULL,
-    revision   INTEGER NOT NULL,
-    type       TEXT NOT NULL,
-    data       TEXT NOT NULL,
-    metadata   TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    UNIQUE (stream_id, revision)
-  );
-  CREATE TABLE IF NOT EXISTS log_checkpoints (group_id TEXT PRIMARY KEY, position INTEGER NOT NULL);
-  ${WRITE_PROBE_SCHEMA};
-`;
-
-const toStored = (r: Row): StoredEvent => ({
-  id: r.id,
-  type: r.type,
-  data: JSON.parse(r.data),
-  metadata: JSON.parse(r.metadata),
-  streamId: r.stream_id,
-  revision: r.revision,
-  position: String(r.position),
-  createdAt: r.created_at,
-});
 
 const parsePosition = (p: Position | null): number => (p === null ? 0 : Number(p));
 
@@ -136,28 +98,6 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): Sqlite
   };
 }
 
-function openEventDb(file: StoreFile, options: SqliteEventStoreOptions): Database.Database {
-  return openDatabase(file, options, (opened) => {
-    if (options.readonly) return;
-    configureEventDb(opened, options);
-    opened.exec(SCHEMA);
-  });
-}
-
-function prepareStatements(db: Database.Database) {
-  return {
-    stream: db.prepare<[string, number], Row>('SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision'),
-    after: db.prepare<[number, number], Row>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?'),
-    head: db.prepare<[], { p: number | null }>('SELECT MAX(position) AS p FROM events'),
-    checkpoint: db.prepare<[string], { position: number }>('SELECT position FROM log_checkpoints WHERE group_id = ?'),
-    saveCheckpoint: db.prepare(
-      'INSERT INTO log_checkpoints (group_id, position) VALUES (?, ?) ON CONFLICT (group_id) DO UPDATE SET position = excluded.position',
-    ),
-  };
-}
-
-type Statements = ReturnType<typeof prepareStatements>;
-
 /**
  * A file's batches are committed on a writer thread, so inserts and fsync never block the event
  * loop; an in-memory database (which no other connection can see) and a read-only one commit inline.
@@ -168,8 +108,8 @@ function chooseWriter(db: Database.Database, options: SqliteEventStoreOptions): 
 }
 
 /**
- * The results of an `appendInOrder` sequence up to its first conflict: the appends after a
- * conflict were skipped (null), never made, so the order the caller asked for holds.
+ * The results of an `appendInOrder` sequence up to and including its first conflict: the writer
+ * skipped (null) whatever followed it, so no append is made without the ones before it.
  */
 function madeInOrder(settled: readonly (AppendResult | null)[]): AppendResult[] {
   const made: AppendResult[] = [];
