@@ -1,5 +1,5 @@
-import type { SqliteEventStore } from './event-store';
 import type { Group } from './event-log-delivery';
+import type { SqliteEventStore } from './event-store';
 
 const CHECKPOINT_EVERY_MS = 200;
 
@@ -49,7 +49,10 @@ export function lowWaterMark(start: number) {
   };
 }
 
-/** Saved every 200 ms when the mark moved, not per event: a crash redelivers at most what settled since. */
+/**
+ * Saved every 200 ms when the mark moved, not per event: a crash then redelivers, besides what had
+ * not settled, at most what settled since the last save (handlers are idempotent).
+ */
 export function checkpointing(store: SqliteEventStore, group: Group, mark: LowWaterMark) {
   let lastSaved = mark.position();
   const save = () => {
