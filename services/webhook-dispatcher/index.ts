@@ -1,32 +1,27 @@
 import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { handleCommand, loadState } from '../../lib/app/command-handler';
-import { driveDecider, jobDecider } from '../../lib/app/deciders';
-import { positionValue, type Watermark } from '../../lib/app/consistency';
-import { foldDocument } from '../../lib/app/projection';
-import { signWebhook } from '../../lib/app/webhook-signature';
-import { deliveryDecider, NOT_CLAIMABLE, type DeliveryCommand } from '../../lib/domain/delivery';
-import { AppError } from '../../lib/domain/errors';
+import { loadState } from '../../lib/app/command-handler';
+import type { Watermark } from '../../lib/app/consistency';
+import { jobDecider } from '../../lib/app/deciders';
 import { streams } from '../../lib/domain/ids';
 import type { Clock, Ids } from '../../lib/ports/clock';
 import type { EventLog, LogSubscription } from '../../lib/ports/event-log';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { OutboundFetcher } from '../../lib/ports/outbound';
-import type { ReadStore } from '../../lib/ports/read-store';
-import { endedAt, evolveJobDoc, renderJob } from '../../lib/read-models/jobs';
+import type { Doc, ReadStore } from '../../lib/ports/read-store';
 import { DELIVERIES } from '../../lib/read-models/deliveries';
+import { attempt, nowIso, onDelivery, type Dispatching } from './attempt';
 
 /**
  * The webhook dispatcher (DESIGN §3 Webhooks). A consumer of the log schedules a delivery when a
  * job with a `callback_url` stops or is cancelled; a loop finds due deliveries in the `deliveries`
- * read model, claims each attempt (a lease, fenced by attempt number), POSTs the job document
- * signed with the drive's secret, and records the attempt. Retries come from the schedule in the
+ * read model and makes one attempt each (attempt.ts): claims it (a lease, fenced by attempt
+ * number), POSTs the job document signed with the drive's secret, and records it. Retries come from the schedule in the
  * read model, never from the log redelivering. Several replicas share the work through the claims.
  */
 
 export const WEBHOOK_GROUP = 'webhook-dispatcher';
-const USER_AGENT = 'Servicebot/1.0 (webhooks)';
 
 export type DispatcherDeps = {
   store: EventStore;
@@ -60,173 +55,158 @@ export type DispatcherDeps = {
   projected?: Watermark;
 };
 
-/** How long an attempt waits for the job's effects to be projected before it sends all the same. */
-const EFFECTS_WAIT_MS = 5_000;
-
 export type Dispatcher = { stop(): Promise<void>; subscription: LogSubscription | null; idle(): Promise<void> };
 
 export const DEFAULT_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18_000, 36_000, 36_000, 36_000, 36_000, 36_000, 36_000];
 
 export async function start(deps: DispatcherDeps): Promise<Dispatcher> {
-  const log = deps.logger.child({ component: 'webhook-dispatcher' });
   const stopping = new AbortController();
   // Every attempt in flight listens to it: more than Node's default of ten.
   setMaxListeners(0, stopping.signal);
-  const inFlight = new Map<string, Promise<void>>(); // by job id
-  const byHost = new Map<string, number>();
-  const concurrency = deps.concurrency ?? 16;
-  const perHost = deps.perHost ?? 4;
-  const now = () => deps.clock.now().toISOString();
-  const delivery = (jobId: string, command: DeliveryCommand, metadata: { partition_key: string; drive_id?: string }) =>
-    handleCommand(deps.store, streams.delivery(jobId), deliveryDecider, command, { newId: deps.ids.uuidv7, metadata });
-
-  const subscription =
-    deps.schedules === false
-      ? null
-      : await deps.log.subscribe(
-          WEBHOOK_GROUP,
-          async (event) => {
-            if (event.type !== 'JobStopped' && event.type !== 'JobCancelled') return;
-            const jobId = String(event.data.job_id);
-            const { state } = await loadState(deps.store, streams.job(jobId), jobDecider);
-            if (state.status === 'none' || !state.job.callback_url) return;
-            const { job } = state;
-            await delivery(
-              jobId,
-              {
-                type: 'ScheduleDelivery',
-                delivery: {
-                  delivery_id: deps.ids.uuidv7(),
-                  job_id: jobId,
-                  drive_id: job.drive_id,
-                  project_id: job.project_id,
-                  url: job.callback_url!,
-                },
-                now: now(),
-              },
-              { partition_key: job.project_id, drive_id: job.drive_id },
-            );
-            wake();
-          },
-          { concurrency: 4, onFatal: deps.onFatal },
-        );
-
-  let wakeUp: (() => void) | null = null;
-  const wake = () => wakeUp?.();
-  const loop = (async () => {
-    while (!stopping.signal.aborted) {
-      try {
-        await dispatchDue();
-      } catch (err) {
-        log.warn({ err }, 'could not look for due deliveries');
-      }
-      await Promise.race([
-        sleep(deps.pollMs ?? 500, undefined, { signal: stopping.signal }).catch(() => undefined),
-        new Promise<void>((resolve) => (wakeUp = resolve)),
-      ]);
-      wakeUp = null;
-      // The stores answer synchronously: without a turn of the event loop here, a busy loop would
-      // starve every socket of the process.
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-  })();
-
-  async function dispatchDue(): Promise<void> {
-    if (inFlight.size >= concurrency) return;
-    const due = await deps.read.find(
-      DELIVERIES,
-      { state: 'pending', due_at: { $lte: now() } },
-      { sort: [['due_at', 1]], limit: concurrency * 4 },
-    );
-    for (const doc of due) {
-      if (inFlight.size >= concurrency) return;
-      const jobId = doc._id;
-      const host = hostOf(String(doc.url));
-      if (inFlight.has(jobId) || (byHost.get(host) ?? 0) >= perHost) continue; // a slow host waits its turn, others go on
-      byHost.set(host, (byHost.get(host) ?? 0) + 1);
-      const run = attempt(jobId, String(doc.drive_id), String(doc.project_id))
-        .catch((err: unknown) => {
-          log.error({ err, job_id: jobId }, 'delivery attempt failed unexpectedly');
-          return false;
-        })
-        .then((sent) => {
-          inFlight.delete(jobId);
-          const left = (byHost.get(host) ?? 1) - 1;
-          if (left === 0) byHost.delete(host);
-          else byHost.set(host, left);
-          // A freed slot may serve a waiting delivery; an attempt that sent nothing (not ours) wakes no one.
-          if (sent) wake();
-        });
-      inFlight.set(jobId, run);
-    }
-  }
-
-  /** One attempt; resolves whether something was sent. */
-  async function attempt(jobId: string, driveId: string, projectId: string): Promise<boolean> {
-    const timeoutMs = deps.timeoutMs ?? 15_000;
-    const metadata = { partition_key: projectId, drive_id: driveId };
-    let claimed;
-    try {
-      claimed = await delivery(
-        jobId,
-        { type: 'ClaimDelivery', workerId: deps.workerId, leaseMs: timeoutMs * 2 + 10_000, now: now() },
-        metadata,
-      );
-    } catch (err) {
-      if (err instanceof AppError && err.options.extra?.state === NOT_CLAIMABLE) return false; // another replica has it, or it is not due yet
-      throw err;
-    }
-    const state = claimed.state;
-    if (!state.exists || !state.claim) return false;
-    const { attempt: n } = state.claim;
-    const { delivery_id, url } = state.delivery;
-    // The document as GET /jobs/{job_id} renders it now, from the job's own stream.
-    const job = foldDocument(await deps.store.readStream(streams.job(jobId)), evolveJobDoc);
-    const { state: drive } = await loadState(deps.store, streams.drive(driveId), driveDecider);
-    if (!job || !drive.exists) return false;
-    const ended = endedAt(job);
-    if (ended !== null && deps.projected && !(await deps.projected.waitFor(positionValue(ended), EFFECTS_WAIT_MS))) {
-      log.warn({ job_id: jobId, position: ended }, "the job's effects were not projected in time; sending its document all the same");
-    }
-    const body = JSON.stringify(renderJob(job));
-    const headers = {
-      'content-type': 'application/json',
-      'user-agent': USER_AGENT,
-      ...signWebhook({ id: delivery_id, timestamp: Math.floor(deps.clock.now().getTime() / 1000), body }, drive.webhookSecret),
-    };
-    const started = Date.now();
-    let result: { status: number } | { error: string };
-    try {
-      const answer = await deps.fetcher.post(url, { body, headers, timeoutMs, signal: stopping.signal });
-      result = { status: answer.status };
-    } catch (err) {
-      if (stopping.signal.aborted) return false; // shutting down: the lease lapses and the attempt is made again
-      result = { error: err instanceof Error ? err.message : String(err) };
-    }
-    const recorded = await delivery(
-      jobId,
-      { type: 'RecordAttempt', attempt: n, result, durationMs: Date.now() - started, scheduleSeconds: deps.scheduleSeconds, now: now() },
-      metadata,
-    );
-    const outcome = recorded.events[0]?.type === 'DeliveryAttempted' ? recorded.events[0].data : null;
-    log.info(
-      { job_id: jobId, delivery_id, attempt: n, ...result, outcome: outcome?.outcome, next_attempt_at: outcome?.next_attempt_at },
-      'webhook attempt',
-    );
-    return true;
-  }
-
+  const d: Dispatching = { deps, log: deps.logger.child({ component: 'webhook-dispatcher' }), stopping: stopping.signal };
+  const alarm = createAlarm();
+  const due = dueDeliveries(d, alarm.wake);
+  const subscription = deps.schedules === false ? null : await scheduleFromLog(d, alarm.wake);
+  const loop = pollDue(d, due, alarm);
   return {
     subscription,
+    idle: due.idle,
+    async stop() {
+      stopping.abort(new Error('shutting down'));
+      alarm.wake();
+      await loop;
+      await due.idle();
+      await subscription?.close();
+    },
+  };
+}
+
+/**
+ * The log's side: a job with a `callback_url` that stops or is cancelled gets its delivery
+ * scheduled. A redelivered event schedules nothing more (one delivery per job, in its decider).
+ */
+function scheduleFromLog(d: Dispatching, wake: () => void): Promise<LogSubscription> {
+  return d.deps.log.subscribe(
+    WEBHOOK_GROUP,
+    async (event) => {
+      if (event.type !== 'JobStopped' && event.type !== 'JobCancelled') return;
+      if (await scheduleDelivery(d, String(event.data.job_id))) wake();
+    },
+    { concurrency: 4, onFatal: d.deps.onFatal },
+  );
+}
+
+/** False when the job is unknown or has no callback. */
+async function scheduleDelivery(d: Dispatching, jobId: string): Promise<boolean> {
+  const { state } = await loadState(d.deps.store, streams.job(jobId), jobDecider);
+  if (state.status === 'none' || !state.job.callback_url) return false;
+  const { job } = state;
+  const delivery = {
+    delivery_id: d.deps.ids.uuidv7(),
+    job_id: jobId,
+    drive_id: job.drive_id,
+    project_id: job.project_id,
+    url: job.callback_url!,
+  };
+  await onDelivery(
+    d,
+    jobId,
+    { type: 'ScheduleDelivery', delivery, now: nowIso(d) },
+    { partition_key: job.project_id, drive_id: job.drive_id },
+  );
+  return true;
+}
+
+type Alarm = ReturnType<typeof createAlarm>;
+
+/** Between rounds the loop sleeps `pollMs`, or less when woken: a delivery was scheduled, or an attempt freed a slot. */
+function createAlarm() {
+  let wakeUp: (() => void) | null = null;
+  return {
+    wake: () => wakeUp?.(),
+    async sleep(ms: number, signal: AbortSignal) {
+      await Promise.race([sleep(ms, undefined, { signal }).catch(() => undefined), new Promise<void>((resolve) => (wakeUp = resolve))]);
+      wakeUp = null;
+    },
+  };
+}
+
+/** Looks for due deliveries until the dispatcher stops. */
+async function pollDue(d: Dispatching, due: DueDeliveries, alarm: Alarm): Promise<void> {
+  while (!d.stopping.aborted) {
+    try {
+      await due.dispatch();
+    } catch (err) {
+      d.log.warn({ err }, 'could not look for due deliveries');
+    }
+    await alarm.sleep(d.deps.pollMs ?? 500, d.stopping);
+    // The stores answer synchronously: without a turn of the event loop here, a busy loop would
+    // starve every socket of the process.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+type DueDeliveries = ReturnType<typeof dueDeliveries>;
+
+/**
+ * Starts an attempt for each due delivery in the `deliveries` read model (deliveries another
+ * replica holds are left out by `claimed_until`): one per job at a time, at most `concurrency` in
+ * all and `perHost` per receiving host.
+ */
+function dueDeliveries(d: Dispatching, wake: () => void) {
+  const inFlight = new Map<string, Promise<void>>(); // by job id
+  const hosts = hostCounts();
+  const concurrency = d.deps.concurrency ?? 16;
+  const perHost = d.deps.perHost ?? 4;
+
+  const begin = (doc: Doc, host: string) => {
+    const jobId = doc._id;
+    hosts.enter(host);
+    const run = attempt(d, { jobId, driveId: String(doc.drive_id), projectId: String(doc.project_id) })
+      .catch((err: unknown) => {
+        d.log.error({ err, job_id: jobId }, 'delivery attempt failed unexpectedly');
+        return false;
+      })
+      .then((sent) => {
+        inFlight.delete(jobId);
+        hosts.leave(host);
+        // A freed slot may serve a waiting delivery; an attempt that sent nothing (not ours) wakes no one.
+        if (sent) wake();
+      });
+    inFlight.set(jobId, run);
+  };
+
+  return {
+    async dispatch(): Promise<void> {
+      if (inFlight.size >= concurrency) return;
+      const due = await d.deps.read.find(
+        DELIVERIES,
+        { state: 'pending', due_at: { $lte: nowIso(d) } },
+        { sort: [['due_at', 1]], limit: concurrency * 4 },
+      );
+      for (const doc of due) {
+        if (inFlight.size >= concurrency) return;
+        const host = hostOf(String(doc.url));
+        if (inFlight.has(doc._id) || hosts.count(host) >= perHost) continue; // a slow host waits its turn, others go on
+        begin(doc, host);
+      }
+    },
     async idle() {
       await Promise.all(inFlight.values());
     },
-    async stop() {
-      stopping.abort(new Error('shutting down'));
-      wake();
-      await loop;
-      await Promise.all(inFlight.values());
-      await subscription?.close();
+  };
+}
+
+/** Attempts in flight per receiving host. */
+function hostCounts() {
+  const byHost = new Map<string, number>();
+  return {
+    count: (host: string) => byHost.get(host) ?? 0,
+    enter: (host: string) => void byHost.set(host, (byHost.get(host) ?? 0) + 1),
+    leave(host: string) {
+      const left = (byHost.get(host) ?? 1) - 1;
+      if (left === 0) byHost.delete(host);
+      else byHost.set(host, left);
     },
   };
 }

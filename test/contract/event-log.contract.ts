@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { positionValue } from '../../lib/app/consistency';
 import type { DeadLetter, DeadLetterStore } from '../../lib/ports/dead-letters';
 import type { EventLog, HandlerOutcome, LogHandler, LogSubscription, SubscribeOptions } from '../../lib/ports/event-log';
 import type { StoredEvent } from '../../lib/ports/event-store';
@@ -189,6 +190,31 @@ export function describeEventLogContract(name: string, factory: () => Promise<Ev
       await collect('settle', second);
       await waitFor(() => has(second, 'OPEN'), { ...wait, what: 'the unsettled event again' });
       assert.ok(!has(second, 'DONE'), 'an event whose settled resolved is not delivered again');
+    });
+
+    it('tells a watermark listener the low-water mark on registration and each time it moves, never past an unsettled event', async function () {
+      const seen: StoredEvent[] = [];
+      let release: () => void = () => undefined;
+      const gate = new Promise<void>((r) => (release = r));
+      const sub = await collect('mark', seen, async (e) => (e.type === 'HELD' ? { settled: gate } : undefined));
+      if (!sub.onWatermark) this.skip(); // a log that cannot tell store positions has none
+      const marks: bigint[] = [];
+      sub.onWatermark!((position) => marks.push(position));
+      assert.equal(marks.length, 1, 'the current mark, on registration');
+      await h.produce(key('a'), ['HELD']);
+      await h.produce(key('b'), ['B1', 'B2']);
+      await waitFor(() => seen.length >= 3, { ...wait, what: 'the events after the held one handled' });
+      const at = (type: string) => positionValue(seen.find((e) => e.type === type)!.position);
+      assert.ok(
+        marks.every((m) => m < at('HELD')),
+        `marks ${marks.join(', ')} stay before the unsettled event at ${at('HELD')}`,
+      );
+      release();
+      await waitFor(() => marks[marks.length - 1] >= at('B2'), { ...wait, what: 'the mark past every settled event' });
+      assert.ok(
+        marks.every((m, i) => i === 0 || m > marks[i - 1]),
+        `marks ${marks.join(', ')} are told only when they move`,
+      );
     });
 
     it('takes on at most maxInFlight unsettled events and goes on as they settle', async () => {

@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
-import { eventLetter, putUntilStored, reasonOf } from '../../app/dead-letters';
 import type { DeadLetterStore } from '../../ports/dead-letters';
 import type { EventLog, LogHandler, LogSubscription, SubscribeOptions } from '../../ports/event-log';
 import type { StoredEvent } from '../../ports/event-store';
+import { deliver, retryingLetters, type Group } from './event-log-delivery';
 import type { SqliteEventStore } from './event-store';
+import { checkpointing, lowWaterMark, type LowWaterMark } from './event-log-watermark';
 
 /**
  * The embedded EventLog reads the embedded store's `$all` directly (no relay needed) and keeps
@@ -16,7 +17,6 @@ import type { SqliteEventStore } from './event-store';
  * so one poison event never stops the group.
  */
 
-const CHECKPOINT_EVERY_MS = 200;
 const RETRY_CAP_MS = 30_000;
 
 export type EmbeddedLogDeps = {
@@ -38,195 +38,140 @@ export const laneOf = (key: string, lanes: number): number => {
 
 export function createEmbeddedEventLog(deps: EmbeddedLogDeps): EventLog {
   const subscriptions = new Set<LogSubscription>();
-
-  async function subscribe(group: string, handler: LogHandler, options: SubscribeOptions = {}): Promise<LogSubscription> {
-    const lanes = Math.max(1, options.concurrency ?? 4);
-    const maxAttempts = Math.max(1, options.maxAttempts ?? 5);
-    const maxInFlight = Math.max(1, options.maxInFlight ?? 512);
-    const log = deps.logger.child({ group });
-    const saved = deps.store.loadCheckpoint(group);
-    const start = saved ?? (options.startAt === 'latest' ? deps.store.headPosition() : 0);
-    let closed = false;
-    const closing = new AbortController();
-    let running = true;
-    // Dispatched events in position order, with whether they have settled.
-    const inFlight: { position: number; done: boolean }[] = [];
-    const laneTails: Promise<void>[] = Array.from({ length: lanes }, () => Promise.resolve());
-    let committed = start;
-    let slotFreed: () => void = () => undefined;
-    const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-    const delayOf = (attempt: number) => Math.min(RETRY_CAP_MS, (deps.retryBaseMs ?? 100) * 2 ** Math.min(attempt - 1, 10));
-
-    const giveUp = async (event: StoredEvent, err: unknown, attempts: number) => {
-      const reason = reasonOf(err);
-      log.error({ err, event_id: event.id, type: event.type, stream: event.streamId, attempts }, 'event dead-lettered');
-      await putUntilStored(deps.deadLetters, eventLetter(group, event, reason, attempts), {
-        log,
-        signal: closing.signal,
-        delayOf,
-      });
-    };
-
-    /**
-     * Tries the event until it settles or is dead-lettered. The lane waits only for the handler's
-     * own call; a `settled` promise is awaited off the lane. Resolves false if the subscription
-     * closed first (the event then stays uncommitted).
-     */
-    const deliver = async (event: StoredEvent, onTaken: () => void): Promise<boolean> => {
-      let taken = false;
-      const take = () => {
-        if (taken) return;
-        taken = true;
-        onTaken();
-      };
-      for (let attempt = 1; !closed; attempt++) {
-        try {
-          const outcome = await handler(event, { heartbeat: async () => undefined });
-          take();
-          if (outcome?.settled) await outcome.settled;
-          return true;
-        } catch (err) {
-          if (closed) return false;
-          if (attempt >= maxAttempts) {
-            await giveUp(event, err, attempt);
-            take();
-            return !closed;
-          }
-          log.warn({ err, event_id: event.id, type: event.type, attempt, retry_in_ms: delayOf(attempt) }, 'handler failed; will retry');
-          await sleep(delayOf(attempt));
-        }
-      }
-      return false;
-    };
-
-    const watermarkListeners: ((position: bigint) => void)[] = [];
-    const advance = () => {
-      let moved = false;
-      while (inFlight.length > 0 && inFlight[0].done) {
-        committed = inFlight.shift()!.position;
-        moved = true;
-      }
-      if (!moved) return;
-      slotFreed();
-      for (const listener of watermarkListeners) listener(BigInt(committed));
-    };
-
-    let lastSaved = start;
-    const saveCheckpoint = () => {
-      if (committed === lastSaved) return;
-      try {
-        deps.store.saveCheckpoint(group, committed);
-        lastSaved = committed;
-      } catch (err) {
-        log.warn({ err }, 'checkpoint save failed; will retry'); // the events are redelivered at worst
-      }
-    };
-    const checkpointTimer = setInterval(saveCheckpoint, CHECKPOINT_EVERY_MS);
-
-    const dispatch = (event: StoredEvent) => {
-      const entry = { position: Number(event.position), done: false };
-      inFlight.push(entry);
-      const lane = laneOf(String(event.metadata.partition_key ?? event.streamId), lanes);
-      laneTails[lane] = laneTails[lane].then(
-        () =>
-          new Promise<void>((laneFree) => {
-            if (closed) return laneFree();
-            void deliver(event, laneFree).then((ok) => {
-              laneFree();
-              if (!ok) return;
-              entry.done = true;
-              advance();
-            });
-          }),
-      );
-    };
-
-    const fail = (err: Error) => {
-      if (!running) return;
-      running = false;
-      log.fatal({ err }, 'subscription can no longer read the event store');
-      options.onFatal?.(err);
-    };
-
-    const feed = (async () => {
-      let cursor = start;
-      while (!closed) {
-        const batch = await deps.store.readAll(String(cursor), 256);
-        for (const event of batch) {
-          while (inFlight.length >= maxInFlight && !closed) await new Promise<void>((resolve) => (slotFreed = resolve));
-          if (closed) return;
-          dispatch(event);
-          cursor = Number(event.position);
-        }
-        if (batch.length === 0) await deps.store.waitForAppend(100);
-      }
-    })().catch((err: unknown) => fail(err instanceof Error ? err : new Error(String(err))));
-
-    // Letters an operator marked for retry are handled again here, outside the checkpoint.
-    const retryTimer = setInterval(() => void retryLetters(), deps.retryPollMs ?? 2000);
-    let retrying = false;
-    const retryLetters = async () => {
-      if (retrying || closed) return;
-      retrying = true;
-      try {
-        for (const letter of await deps.deadLetters.dueRetries(group, 10)) {
-          if (closed) return;
-          try {
-            const event = JSON.parse(letter.payload) as StoredEvent;
-            const outcome = await handler(event, { heartbeat: async () => undefined });
-            if (outcome?.settled) await outcome.settled;
-            await deps.deadLetters.remove(letter.id);
-            log.info({ letter: letter.id, event_id: letter.event_id }, 'dead letter retried successfully');
-          } catch (err) {
-            await deps.deadLetters.markDead(letter.id, reasonOf(err));
-            log.error({ err, letter: letter.id }, 'dead letter failed again');
-          }
-        }
-      } catch (err) {
-        log.warn({ err }, 'could not read dead letters');
-      } finally {
-        retrying = false;
-      }
-    };
-
-    const subscription: LogSubscription = {
-      async close() {
-        if (closed) return;
-        closed = true;
-        closing.abort();
-        running = false;
-        slotFreed();
-        clearInterval(checkpointTimer);
-        clearInterval(retryTimer);
-        await feed;
-        await Promise.all(laneTails);
-        // Not waiting for `settled`: one that never settles stays uncommitted and is redelivered.
-        saveCheckpoint();
-        subscriptions.delete(subscription);
-      },
-      status() {
-        let head: number | null;
-        try {
-          head = deps.store.headPosition();
-        } catch {
-          head = null;
-        }
-        return { group, running, lag: head === null ? null : Math.max(0, head - committed) };
-      },
-      onWatermark(listener) {
-        watermarkListeners.push(listener);
-        listener(BigInt(committed));
-      },
-    };
-    subscriptions.add(subscription);
-    log.info({ from_position: start, lanes, max_attempts: maxAttempts }, 'subscribed');
-    return subscription;
-  }
-
   return {
-    subscribe,
+    async subscribe(group, handler, options = {}) {
+      const subscription = subscribeGroup(deps, group, handler, options, () => subscriptions.delete(subscription));
+      subscriptions.add(subscription);
+      return subscription;
+    },
     async close() {
       await Promise.all([...subscriptions].map((s) => s.close()));
     },
   };
+}
+
+/** Wires one member of the group: the feed dispatches into lanes, settled events move the low-water mark. */
+function subscribeGroup(
+  deps: EmbeddedLogDeps,
+  name: string,
+  handler: LogHandler,
+  options: SubscribeOptions,
+  onClosed: () => void,
+): LogSubscription {
+  const lanes = createLanes(Math.max(1, options.concurrency ?? 4));
+  const closing = new AbortController();
+  const group = groupOf(deps, name, handler, options, closing.signal);
+  const start = deps.store.loadCheckpoint(name) ?? (options.startAt === 'latest' ? deps.store.headPosition() : 0);
+  const mark = lowWaterMark(start);
+  const checkpoint = checkpointing(deps.store, group, mark);
+  let running = true;
+  const dispatch = dispatcher(group, lanes, mark);
+  const feeding = feed(deps.store, start, mark, Math.max(1, options.maxInFlight ?? 512), group.closing, dispatch).catch((err: unknown) => {
+    if (!running) return;
+    running = false;
+    group.log.fatal({ err }, 'subscription can no longer read the event store');
+    options.onFatal?.(err instanceof Error ? err : new Error(String(err)));
+  });
+  const retries = retryingLetters(group, deps.retryPollMs ?? 2000);
+
+  const subscription: LogSubscription = {
+    async close() {
+      if (closing.signal.aborted) return;
+      closing.abort();
+      running = false;
+      mark.release();
+      checkpoint.stop();
+      retries.stop();
+      await feeding;
+      await lanes.drained();
+      // Not waiting for `settled`: one that never settles stays uncommitted and is redelivered.
+      checkpoint.save();
+      onClosed();
+    },
+    status: () => ({ group: name, running, lag: lagBehind(deps.store, mark.position()) }),
+    onWatermark: mark.onMove,
+  };
+  group.log.info({ from_position: start, lanes: lanes.count, max_attempts: group.maxAttempts }, 'subscribed');
+  return subscription;
+}
+
+/** The group's settings; a failing handler is retried after `retryBaseMs`, doubling up to 30 s. */
+function groupOf(deps: EmbeddedLogDeps, name: string, handler: LogHandler, options: SubscribeOptions, closing: AbortSignal): Group {
+  const retryBaseMs = deps.retryBaseMs ?? 100;
+  return {
+    name,
+    handler,
+    log: deps.logger.child({ group: name }),
+    deadLetters: deps.deadLetters,
+    closing,
+    maxAttempts: Math.max(1, options.maxAttempts ?? 5),
+    delayOf: (attempt) => Math.min(RETRY_CAP_MS, retryBaseMs * 2 ** Math.min(attempt - 1, 10)),
+  };
+}
+
+/**
+ * Hands each event to its partition key's lane. The lane is freed as soon as the handler took the
+ * event on; the event counts towards the low-water mark only once it settled or was dead-lettered.
+ */
+function dispatcher(group: Group, lanes: Lanes, mark: LowWaterMark): (event: StoredEvent) => void {
+  return (event) => {
+    const settle = mark.track(Number(event.position));
+    lanes.enqueue(String(event.metadata.partition_key ?? event.streamId), (laneFree) => {
+      if (group.closing.aborted) return laneFree();
+      void deliver(group, event, laneFree).then((ok) => {
+        laneFree();
+        if (ok) settle();
+      });
+    });
+  };
+}
+
+type Lanes = ReturnType<typeof createLanes>;
+
+/** One promise chain per lane: a key's events are handed over one after the other, other lanes go on meanwhile. */
+function createLanes(count: number) {
+  const tails: Promise<void>[] = Array.from({ length: count }, () => Promise.resolve());
+  return {
+    count,
+    /** Runs `run` once the lane's previous event was taken on; the lane moves on when `run` calls `laneFree`. */
+    enqueue(key: string, run: (laneFree: () => void) => void) {
+      const lane = laneOf(key, count);
+      tails[lane] = tails[lane].then(() => new Promise<void>(run));
+    },
+    drained: () => Promise.all(tails),
+  };
+}
+
+/**
+ * Reads `$all` from the start position on and dispatches each event in order; pauses while
+ * `maxInFlight` events are unsettled, and waits for appends once caught up.
+ */
+async function feed(
+  store: SqliteEventStore,
+  start: number,
+  mark: LowWaterMark,
+  maxInFlight: number,
+  closing: AbortSignal,
+  dispatch: (event: StoredEvent) => void,
+): Promise<void> {
+  let cursor = start;
+  while (!closing.aborted) {
+    const batch = await store.readAll(String(cursor), 256);
+    for (const event of batch) {
+      while (mark.unsettled() >= maxInFlight && !closing.aborted) await mark.moved();
+      if (closing.aborted) return;
+      dispatch(event);
+      cursor = Number(event.position);
+    }
+    if (batch.length === 0) await store.waitForAppend(100);
+  }
+}
+
+/** Events in the store after the mark; null when the store cannot say. */
+function lagBehind(store: SqliteEventStore, committed: number): number | null {
+  try {
+    return Math.max(0, store.headPosition() - committed);
+  } catch {
+    return null;
+  }
 }

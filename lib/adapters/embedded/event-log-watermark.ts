@@ -1,0 +1,70 @@
+import type { Group } from './event-log-delivery';
+import type { SqliteEventStore } from './event-store';
+
+const CHECKPOINT_EVERY_MS = 200;
+
+export type LowWaterMark = ReturnType<typeof lowWaterMark>;
+
+/**
+ * The newest position before which every dispatched event has settled: what the checkpoint saves
+ * (a crash redelivers only what lies after it) and what read-your-writes waits on. Listeners get
+ * it each time it moves, and the current one on registration.
+ */
+export function lowWaterMark(start: number) {
+  // Dispatched events in position order, with whether they have settled.
+  const inFlight: { position: number; done: boolean }[] = [];
+  const listeners: ((position: bigint) => void)[] = [];
+  let committed = start;
+  let slotFreed: () => void = () => undefined;
+
+  const advance = () => {
+    let moved = false;
+    while (inFlight.length > 0 && inFlight[0].done) {
+      committed = inFlight.shift()!.position;
+      moved = true;
+    }
+    if (!moved) return;
+    slotFreed();
+    for (const listener of listeners) listener(BigInt(committed));
+  };
+  return {
+    position: () => committed,
+    unsettled: () => inFlight.length,
+    /** Notes a dispatched event; call the function returned once it has settled. */
+    track(position: number): () => void {
+      const entry = { position, done: false };
+      inFlight.push(entry);
+      return () => {
+        entry.done = true;
+        advance();
+      };
+    },
+    /** Resolves when the mark next moves (a slot is free), or on `release`. */
+    moved: () => new Promise<void>((resolve) => (slotFreed = resolve)),
+    release: () => slotFreed(),
+    onMove(listener: (position: bigint) => void) {
+      listeners.push(listener);
+      listener(BigInt(committed));
+    },
+  };
+}
+
+/**
+ * Saved every 200 ms when the mark moved, not per event: a crash then redelivers, besides what had
+ * not settled, at most what settled since the last save (handlers are idempotent).
+ */
+export function checkpointing(store: SqliteEventStore, group: Group, mark: LowWaterMark) {
+  let lastSaved = mark.position();
+  const save = () => {
+    const committed = mark.position();
+    if (committed === lastSaved) return;
+    try {
+      store.saveCheckpoint(group.name, committed);
+      lastSaved = committed;
+    } catch (err) {
+      group.log.warn({ err }, 'checkpoint save failed; will retry'); // the events are redelivered at worst
+    }
+  };
+  const timer = setInterval(save, CHECKPOINT_EVERY_MS);
+  return { save, stop: () => clearInterval(timer) };
+}
