@@ -8,6 +8,7 @@ import type { CompositionEvent } from '../../lib/domain/composition';
 import type { JobEvent } from '../../lib/domain/job';
 import type { DeliveryEvent } from '../../lib/domain/delivery';
 import type { FolderEvent } from '../../lib/domain/folder';
+import type { IdempotencyEvent } from '../../lib/domain/idempotency';
 import type { ImportLinkEvent } from '../../lib/domain/import-link';
 import type { ProjectEvent } from '../../lib/domain/project';
 import { DEFAULT_SETTINGS, type DriveEvent, type TokenEvent } from '../../lib/domain/tenancy';
@@ -16,7 +17,8 @@ import type { StoredEvent } from '../../lib/ports/event-store';
 const SCHEMA_DIR = join(__dirname, '../../schemas/events');
 const codec = createAvroCodec({ schemaDir: SCHEMA_DIR });
 
-type DomainEvent = JobEvent | ProjectEvent | DriveEvent | TokenEvent | CompositionEvent | FolderEvent | DeliveryEvent | ImportLinkEvent;
+type DomainEvent =
+  JobEvent | ProjectEvent | DriveEvent | TokenEvent | CompositionEvent | FolderEvent | DeliveryEvent | ImportLinkEvent | IdempotencyEvent;
 const T = '2024-05-01T10:00:00.000Z';
 const JOB = 'project-media-import-5b0f7c1e-8a43-4a7e-9d4b-0f3c2a1e6d55';
 const PROJECT = '1e7d4a0c-3b5f-4c8e-a2d9-6f0b1c3e5a77';
@@ -205,6 +207,16 @@ const domainEvents: DomainEvent[] = [
   {
     type: 'ImportLinkUsed',
     data: { nonce: USER, used_by_drive: DRIVE, used_by_user: USER, project_id: PROJECT, job_id: JOB, used_at: T },
+  },
+  {
+    type: 'IdempotentResponseRecorded',
+    data: {
+      token_id: 't-1',
+      fingerprint: 'c0ffee'.repeat(10) + 'beef',
+      status: 201,
+      body: JSON.stringify({ job_id: JOB, drive_id: DRIVE, project_id: PROJECT, project_url: URL }),
+      recorded_at: T,
+    },
   },
   { type: 'DriveCreated', data: { drive_id: DRIVE, name: 'Acme', webhook_secret: 'whsec_x', settings: DEFAULT_SETTINGS, created_at: T } },
   { type: 'DriveUpdated', data: { drive_id: DRIVE, changes: { name: 'Acme Inc', ai_credits: 50, media_seconds: null }, updated_at: T } },
