@@ -41,7 +41,8 @@ export function evolveIdempotency(state: IdempotencyState, event: IdempotencyEve
     case 'IdempotentResponseRecorded':
       return { recorded: event.data };
     default:
-      return ignoreUnknown(event, state);
+      // `.type`: a union of one member is not narrowed to never, its discriminant is.
+      return ignoreUnknown(event.type, state);
   }
 }
 
@@ -106,7 +107,7 @@ export function decideIdempotency(command: IdempotencyCommand, state: Idempotenc
       }
     }
     default:
-      return assertNever(command);
+      return assertNever(command.type);
   }
 }
 
