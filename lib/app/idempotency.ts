@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { AppError } from '../domain/errors';
 import { streams } from '../domain/ids';
-import { idempotencyDecider, idempotencyVerdict, type IdempotencyVerdict } from '../domain/idempotency';
+import { idempotencyDecider, idempotencyVerdict, type IdempotencyState, type IdempotencyVerdict } from '../domain/idempotency';
 import type { Clock, Ids } from '../ports/clock';
 import type { EventMetadata, EventStore, StreamAppend } from '../ports/event-store';
 import { decideAt, handleCommand, loadState } from './command-handler';
@@ -44,8 +44,10 @@ export class IdempotencyKeyTaken extends Error {
  */
 export type IdempotencyClaim = { recordWith(status: number, body: unknown): StreamAppend };
 
-/** A request's key, read: what it gets, and how to record its answer. */
+/** A request's key: what it gets, and how to record its answer. */
 export type KeyedRequest = {
+  /** false: not read, taken as never used (`assumeNewKey`); the append then finds out. */
+  readonly read: boolean;
   readonly verdict: IdempotencyVerdict;
   /** The append recording `answer` after the state read, for the first place of the route's `appendInOrder` batch. */
   recordWith(answer: RecordedAnswer): StreamAppend;
@@ -91,11 +93,33 @@ export async function readKey(
 ): Promise<KeyedRequest> {
   const streamId = streamOf(who, key);
   const { state, revision } = await loadState(deps.store, streamId, idempotencyDecider);
+  return keyedAt(deps, who, streamId, fingerprint, requestId, { read: true, state, revision });
+}
+
+/**
+ * The key taken as never used, without reading it (a new key is the common case, and a read of
+ * a stream costs the accept path ~10–30 µs): its record's append expects no stream, so if the
+ * key was used after all the append conflicts and the key is read then.
+ */
+export function assumeNewKey(deps: IdempotencyDeps, who: Principal, key: string, fingerprint: string, requestId: string): KeyedRequest {
+  const state = idempotencyDecider.initialState();
+  return keyedAt(deps, who, streamOf(who, key), fingerprint, requestId, { read: false, state, revision: null });
+}
+
+function keyedAt(
+  deps: IdempotencyDeps,
+  who: Principal,
+  streamId: string,
+  fingerprint: string,
+  requestId: string,
+  at: { read: boolean; state: IdempotencyState; revision: number | null },
+): KeyedRequest {
   const now = deps.clock.now().toISOString();
   return {
-    verdict: idempotencyVerdict(state, fingerprint, now),
+    read: at.read,
+    verdict: idempotencyVerdict(at.state, fingerprint, now),
     recordWith: (answer) =>
-      decideAt(streamId, idempotencyDecider, state, revision, recordCommand(who, fingerprint, answer, now), {
+      decideAt(streamId, idempotencyDecider, at.state, at.revision, recordCommand(who, fingerprint, answer, now), {
         newId: () => deps.ids.uuidv7(),
         metadata: metadataOf(streamId, who, requestId),
       }),

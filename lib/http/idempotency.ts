@@ -1,7 +1,9 @@
 import {
+  assumeNewKey,
   fingerprintOf,
   IdempotencyKeyTaken,
   readKey,
+  type KeyedRequest,
   recordAfter,
   type IdempotencyClaim,
   type IdempotencyDeps,
@@ -34,20 +36,32 @@ export const REPLAYED = { 'Idempotent-Replayed': 'true' } as const;
 
 const KEY = /^[\x20-\x7e]{1,255}$/;
 
-export function idempotency(deps: IdempotencyDeps): (route: LaneRoute) => LaneRoute {
+export type IdempotentOptions = {
+  /**
+   * The route calls `request.idempotency.recordWith` before it writes anything and puts that
+   * append first in its one `appendInOrder` batch (the import). The key is then not read before
+   * the route runs: the append finds out whether it was used (a conflict, and nothing of the
+   * route is written), and an error of the route reads the key before it is answered, so a
+   * recorded answer still wins. Other routes have the key read first and their 2xx recorded
+   * after they answered.
+   */
+  readonly recordsWithItsAppends?: boolean;
+};
+
+export function idempotency(deps: IdempotencyDeps): (route: LaneRoute, options?: IdempotentOptions) => LaneRoute {
   // The keys this process is handling, by token and key (a key is printable ASCII: no newline).
   const inFlight = new Set<string>();
 
-  return (route) => ({
+  return (route, options = {}) => ({
     method: route.method,
     path: route.path,
     handle(request) {
       const key = request.headers[IDEMPOTENCY_HEADER];
-      return key === undefined ? route.handle(request) : keyed(route, request, checkKey(key));
+      return key === undefined ? route.handle(request) : keyed(route, options, request, checkKey(key));
     },
   });
 
-  async function keyed(route: LaneRoute, request: LaneRequest, key: string): Promise<LaneReply> {
+  async function keyed(route: LaneRoute, options: IdempotentOptions, request: LaneRequest, key: string): Promise<LaneReply> {
     const { auth: who, requestId } = request;
     const scope = `${who.tokenId}\n${key}`;
     if (inFlight.has(scope)) {
@@ -59,50 +73,61 @@ export function idempotency(deps: IdempotencyDeps): (route: LaneRoute) => LaneRo
     inFlight.add(scope);
     try {
       const fingerprint = fingerprintOf(route.method, pathOf(route, request.params), request.body);
-      const read = await readKey(deps, who, key, fingerprint, requestId);
-      if (read.verdict.kind !== 'absent') return settled(read.verdict);
-      const withRoute: { answer: RecordedAnswer | null } = { answer: null };
-      const claim: IdempotencyClaim = {
-        recordWith(status, body) {
-          withRoute.answer = { status, body: JSON.stringify(body) };
-          return read.recordWith(withRoute.answer);
-        },
-      };
-      let reply: LaneReply;
-      try {
-        reply = await route.handle(withClaim(request, claim));
-      } catch (err) {
-        if (!(err instanceof IdempotencyKeyTaken)) throw err;
-        // Another process recorded the key first, and this request created nothing: its answer or a 422.
-        const again = await readKey(deps, who, key, fingerprint, requestId);
-        if (again.verdict.kind === 'absent')
-          throw new AppError('unavailable', 'the Idempotency-Key changed hands; send the request again', { retriable: true });
-        return settled(again.verdict);
+      const read = () => readKey(deps, who, key, fingerprint, requestId);
+      let k = options.recordsWithItsAppends ? assumeNewKey(deps, who, key, fingerprint, requestId) : await read();
+      for (let attempt = 1; ; attempt++) {
+        if (k.verdict.kind !== 'absent') return settled(k.verdict);
+        try {
+          return await runRecorded(route, request, k, key, fingerprint);
+        } catch (err) {
+          const taken = err instanceof IdempotencyKeyTaken;
+          // Read before the route ran and free: the route's error is the answer.
+          if (!taken && k.read) throw err;
+          k = await read();
+          if (k.verdict.kind !== 'absent') return settled(k.verdict);
+          if (!taken) throw err;
+          // Taken, and absent now: the record it conflicted with had expired. Run again after it, once.
+          if (attempt >= 2)
+            throw new AppError('unavailable', 'the Idempotency-Key changed hands meanwhile; send the request again', { retriable: true });
+        }
       }
-      // Recorded with the route's appends: what is sent is the text recorded, so a replay is the same bytes.
-      if (withRoute.answer) return { status: withRoute.answer.status, json: withRoute.answer.body, headers: reply.headers };
-      if (reply.status >= 200 && reply.status < 300) {
-        const answer = { status: reply.status, body: 'json' in reply ? reply.json : JSON.stringify(reply.body) };
-        await recordAfterAnswer(who, key, fingerprint, answer, request);
-      }
-      return reply;
     } finally {
       inFlight.delete(scope);
     }
   }
 
-  /** What the route made is made: a failure to record it is logged, and the 2xx still answered (a retry would make another). */
-  async function recordAfterAnswer(
-    who: LaneRequest['auth'],
+  /** Runs the route with the claim; records its 2xx after it unless the route recorded it with its own appends. */
+  async function runRecorded(
+    route: LaneRoute,
+    request: LaneRequest,
+    k: KeyedRequest,
     key: string,
     fingerprint: string,
-    answer: RecordedAnswer,
-    request: LaneRequest,
-  ) {
+  ): Promise<LaneReply> {
+    const withRoute: { answer: RecordedAnswer | null } = { answer: null };
+    const claim: IdempotencyClaim = {
+      recordWith(status, body) {
+        withRoute.answer = { status, body: JSON.stringify(body) };
+        return k.recordWith(withRoute.answer);
+      },
+    };
+    const reply = await route.handle(withClaim(request, claim));
+    // Recorded with the route's appends: what is sent is the text recorded, so a replay is the same bytes.
+    if (withRoute.answer) return { status: withRoute.answer.status, json: withRoute.answer.body, headers: reply.headers };
+    if (reply.status >= 200 && reply.status < 300) {
+      const answer = { status: reply.status, body: 'json' in reply ? reply.json : JSON.stringify(reply.body) };
+      await recordAfterAnswer(request, key, fingerprint, answer);
+    }
+    return reply;
+  }
+
+  /** What the route made is made: a failure to record it is logged, and the 2xx still answered (a retry would make another). */
+  async function recordAfterAnswer(request: LaneRequest, key: string, fingerprint: string, answer: RecordedAnswer) {
     try {
-      const { recorded } = await recordAfter(deps, who, key, fingerprint, answer, request.requestId);
-      if (!recorded)
+      const { recorded } = await recordAfter(deps, request.auth, key, fingerprint, answer, request.requestId);
+      if (!recorded) {
         request.log.warn({ status: answer.status }, 'Idempotency-Key recorded by another request meanwhile; this answer is not replayable');
+      }
     } catch (err) {
       request.log.error({ err }, 'Idempotency-Key: the answer could not be recorded; a retry with the key runs again');
     }

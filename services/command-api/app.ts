@@ -43,7 +43,7 @@ export function createApp(deps: CommandApiDeps): HttpApp {
   // Every POST that creates something takes an Idempotency-Key (DESIGN §8): wrap it here.
   const idempotent = idempotency(deps);
   return createApiApp(deps, {
-    lane: [idempotent(accept)],
+    lane: [idempotent(accept, { recordsWithItsAppends: true })],
     mount: (v1) => {
       v1.delete('/jobs/:job_id', async (ctx) => {
         const c = ctx as unknown as ApiContext;

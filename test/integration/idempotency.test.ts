@@ -41,7 +41,7 @@ const testClock = (start = Date.parse('2026-03-01T12:00:00.000Z')) => {
 };
 
 /** The command API as command-api/main wires it, over `store`, listening on loopback. */
-async function startApi(store: EventStore, clock: Clock) {
+async function startApi(store: EventStore, clock: Clock, balance: { left: number | null } = { left: null }) {
   const app = createApp({
     logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
     authenticate: createAuthenticator({ store, clock: systemClock, cacheTtlMs: 0 }),
@@ -53,7 +53,7 @@ async function startApi(store: EventStore, clock: Clock) {
     ids: randomIds,
     webUrl: 'http://web.test',
     urlRefusal: () => null,
-    balance: { leftOf: async () => null } as unknown as BalanceReader,
+    balance: { leftOf: async () => balance.left } as unknown as BalanceReader,
     uploadTtlMs: 3 * 3600 * 1000,
     mediaMaxBytes: 1024 * 1024,
     uploadUrl: signedUploadUrl('http://api.test/v1', 'idempotency-test-secret-0123456789'),
@@ -333,6 +333,28 @@ describe('Idempotency-Key on creating POSTs', function () {
     assert.equal(created.status, 201, 'the key was not taken by the error');
     assert.equal(created.headers['idempotent-replayed'], undefined);
     assert.equal(await jobs(), 1);
+  });
+
+  it('replays the first answer even when the request would be refused now (the drive has no media seconds left)', async () => {
+    const balance = { left: null as number | null };
+    const api2 = await startApi(store, clock, balance);
+    try {
+      const send = (key: string, payload = body()) =>
+        api2.http.post(IMPORT).set('Authorization', `Bearer ${token}`).set('Idempotency-Key', key).send(payload);
+      const key = newKey();
+      const first = await send(key);
+      assert.equal(first.status, 201);
+      balance.left = 0;
+      const again = await send(key);
+      assert.equal(again.status, 201, again.text);
+      assert.equal(again.headers['idempotent-replayed'], 'true');
+      assert.equal(again.text, first.text);
+      assert.equal((await send(key, body('Other'))).status, 422, 'another body: the key speaks first');
+      assert.equal((await send(newKey())).status, 402, 'a new key runs, and is refused');
+      assert.equal(await jobs(), 1);
+    } finally {
+      await api2.close();
+    }
   });
 
   it('refuses a malformed key with 400 invalid_input naming the header, before anything is created', async () => {
