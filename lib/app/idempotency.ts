@@ -11,13 +11,14 @@ import type { Principal } from './tenancy';
  * Idempotency-Key on the event store (the source of truth: it survives a restart and holds
  * across replicas). A key of a token is a stream, `idempotency-<sha256(token_id + "\n" + key)>`,
  * holding the first 2xx answer to the request sent with it (lib/domain/idempotency.ts). The
- * HTTP side (lib/http/idempotency.ts) reads the key, replays or refuses, runs the route, and
- * records its answer, in one of two ways:
+ * HTTP side (lib/http/idempotency.ts) replays or refuses, runs the route, and records its answer,
+ * in one of two ways:
  *
  * - **with the creation** (`KeyedRequest.recordWith`): the route puts the key's append first in
  *   its own `appendInOrder` batch. The embedded store commits the batch in one group commit and
  *   stops at the first conflict, so the key and what the request creates exist together or not
- *   at all, and a request that lost the key to another (another process) creates nothing;
+ *   at all, and a request whose key was used (by an earlier request, or by another process
+ *   meanwhile) creates nothing. Such a route's key need not be read first (`assumeNewKey`);
  * - **after it** (`recordAfter`), for routes with an append of their own: a crash, a store failure
  *   or another process's record in between leaves the creation made and the key free (or
  *   holding the other process's answer).
@@ -42,7 +43,15 @@ export class IdempotencyKeyTaken extends Error {
  * route's own `appendInOrder` batch; a conflict on it is `IdempotencyKeyTaken`. A handler that
  * does not use it has its 2xx recorded after it answered.
  */
-export type IdempotencyClaim = { recordWith(status: number, body: unknown): StreamAppend };
+export type IdempotencyClaim = {
+  recordWith(status: number, body: unknown): StreamAppend;
+  /**
+   * To await before any write outside that batch (the import's folders): reads the key if it was
+   * not read yet, and throws `IdempotencyKeyTaken` if it is used, so nothing is written for a
+   * request that will be replayed or refused.
+   */
+  beforeOtherWrites(): Promise<void>;
+};
 
 /** A request's key: what it gets, and how to record its answer. */
 export type KeyedRequest = {

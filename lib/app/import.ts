@@ -53,11 +53,15 @@ export type ImportOptions = {
   /** Where a partner's import came from, kept on the new project. */
   readonly partner?: ProjectPartner;
   /**
-   * The Idempotency-Key's append recording this answer (lib/app/idempotency.ts): it goes first
-   * in the batch of the project and the job, so the key and the import are written together or
-   * not at all; a conflict on it throws `IdempotencyKeyTaken` and nothing else is written.
+   * The request's Idempotency-Key (lib/app/idempotency.ts): the append recording this answer goes
+   * first in the batch of the project and the job, so the key and the import are written together
+   * or not at all; a conflict on it throws `IdempotencyKeyTaken` and nothing else is written.
+   * `beforeOtherWrites` is awaited before folders are made, which are written outside the batch.
    */
-  readonly record?: (response: ImportResponse) => StreamAppend;
+  readonly idempotency?: {
+    readonly record: (response: ImportResponse) => StreamAppend;
+    readonly beforeOtherWrites: () => Promise<void>;
+  };
 };
 
 /** The answer to an accepted import (SPEC: POST /jobs/import/project_media). */
@@ -137,6 +141,7 @@ export async function commitImport(deps: ImportDeps, who: Principal, prepared: P
   const newId = () => deps.ids.uuidv7();
 
   if (!body.project_id && body.folder_name) {
+    await options.idempotency?.beforeOtherWrites();
     // Folders before the project that sits in them; each level is created once, as needed.
     await ensureFolders(deps.store, who, body.folder_name, { now, newId, metadata: { ...metadata, partition_key: projectId } });
   }
@@ -172,9 +177,9 @@ export async function commitImport(deps: ImportDeps, who: Principal, prepared: P
   // The answer is known before anything is written (the ids were chosen in prepareImport), so
   // an Idempotency-Key's record of it can lead the batch.
   const response = importResponse(deps, who, prepared, url);
-  if (options.record) appends.unshift(options.record(response));
+  if (options.idempotency) appends.unshift(options.idempotency.record(response));
   const made = await appendInOrder(deps.store, appends);
-  if (options.record && made[0]?.ok === false) throw new IdempotencyKeyTaken();
+  if (options.idempotency && made[0]?.ok === false) throw new IdempotencyKeyTaken();
   if (made.length < appends.length || made.some((r) => !r.ok)) {
     throw new AppError('unavailable', 'a new project or job id was taken by another request; send the request again', { retriable: true });
   }

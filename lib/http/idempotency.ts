@@ -24,7 +24,8 @@ import type { LaneReply, LaneRequest, LaneRoute } from './express-lane';
  * - The request is its fingerprint: method, path (parameters filled in, no query string) and the
  *   canonical JSON of the parsed body, so whitespace, key order and a gzip body do not matter.
  * - The same request within 24 hours of the recorded answer: that answer (status and body bytes)
- *   with `Idempotent-Replayed: true`, and the route does not run. Another request: 422
+ *   with `Idempotent-Replayed: true`, and nothing is written (the route does not run, or for a
+ *   route that records with its appends, its batch is refused at the key). Another request: 422
  *   `unprocessable_entity`. A first answer carries no such header.
  * - A request with a key this process is still handling: 409 `conflict` with `state: "in_flight"`.
  *   Across processes the key's stream decides (lib/app/idempotency.ts).
@@ -38,8 +39,9 @@ const KEY = /^[\x20-\x7e]{1,255}$/;
 
 export type IdempotentOptions = {
   /**
-   * The route calls `request.idempotency.recordWith` before it writes anything and puts that
-   * append first in its one `appendInOrder` batch (the import). The key is then not read before
+   * The route puts `request.idempotency.recordWith` first in its `appendInOrder` batch (the
+   * import) and awaits `beforeOtherWrites()` before any write outside it (the import's folders,
+   * only when it makes some). The key is then not read before
    * the route runs: the append finds out whether it was used (a conflict, and nothing of the
    * route is written), and an error of the route reads the key before it is answered, so a
    * recorded answer still wins. Other routes have the key read first and their 2xx recorded
@@ -78,7 +80,7 @@ export function idempotency(deps: IdempotencyDeps): (route: LaneRoute, options?:
       for (let attempt = 1; ; attempt++) {
         if (k.verdict.kind !== 'absent') return settled(k.verdict);
         try {
-          return await runRecorded(route, request, k, key, fingerprint);
+          return await runRecorded(route, request, k, key, fingerprint, read);
         } catch (err) {
           const taken = err instanceof IdempotencyKeyTaken;
           // Read before the route ran and free: the route's error is the answer.
@@ -100,15 +102,22 @@ export function idempotency(deps: IdempotencyDeps): (route: LaneRoute, options?:
   async function runRecorded(
     route: LaneRoute,
     request: LaneRequest,
-    k: KeyedRequest,
+    first: KeyedRequest,
     key: string,
     fingerprint: string,
+    read: () => Promise<KeyedRequest>,
   ): Promise<LaneReply> {
+    let k = first;
     const withRoute: { answer: RecordedAnswer | null } = { answer: null };
     const claim: IdempotencyClaim = {
       recordWith(status, body) {
         withRoute.answer = { status, body: JSON.stringify(body) };
         return k.recordWith(withRoute.answer);
+      },
+      async beforeOtherWrites() {
+        if (k.read) return;
+        k = await read();
+        if (k.verdict.kind !== 'absent') throw new IdempotencyKeyTaken();
       },
     };
     const reply = await route.handle(withClaim(request, claim));

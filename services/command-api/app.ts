@@ -21,8 +21,11 @@ export function createApp(deps: CommandApiDeps): HttpApp {
     path: '/jobs/import/project_media',
     async handle({ auth, body, requestId, idempotency: key }) {
       deps.schemas.assertBody('import-request', body);
-      const record = key && ((answer: ImportResponse) => key.recordWith(201, answer));
-      const response = await acceptImport(deps, auth, body as ImportRequest, requestId, { record });
+      const idempotency = key && {
+        record: (answer: ImportResponse) => key.recordWith(201, answer),
+        beforeOtherWrites: () => key.beforeOtherWrites(),
+      };
+      const response = await acceptImport(deps, auth, body as ImportRequest, requestId, { idempotency });
       // The line a child logger with the request id would write, from a template (a pino call costs ~4 % of the accept path).
       accepted({ request_id: requestId, job_id: response.job_id, project_id: response.project_id });
       return { status: 201, body: response };

@@ -154,6 +154,17 @@ describe('Idempotency-Key on creating POSTs', function () {
     assert.equal(await jobs(), 1);
   });
 
+  it('writes nothing for a refused or replayed request, folders included', async () => {
+    const key = newKey();
+    assert.equal((await post(key, { ...body(), folder_name: 'Clients/Acme' })).status, 201);
+    assert.equal(await count(store, 'FolderCreated'), 2);
+    const other = await post(key, { ...body(), folder_name: 'Elsewhere/New' });
+    assert.equal(other.status, 422);
+    assert.equal((await post(key, { ...body(), folder_name: 'Clients/Acme' })).headers['idempotent-replayed'], 'true');
+    assert.equal(await count(store, 'FolderCreated'), 2, 'no folder made for the refused request');
+    assert.equal(await jobs(), 1);
+  });
+
   it('refuses the same key on another route as 422', async () => {
     const key = newKey();
     const first = await post(key);
