@@ -19,6 +19,8 @@ export type LoadOptions = {
   body?: string;
   /** A path per request (rotating over ids); default: the url's path. */
   nextPath?: () => string;
+  /** Headers added to each request, made per request (a new Idempotency-Key each). */
+  nextHeaders?: () => Record<string, string>;
   /** Sees every expected response's body (the accept phase collects job ids with it). */
   onBody?: (body: string) => void;
 };
@@ -49,9 +51,9 @@ async function run(options: LoadOptions, seconds: number, onBody?: (body: string
     body: options.body,
     requests: [
       {
-        // Only when the path changes: with a setupRequest autocannon rebuilds every request, which
+        // Only when the request changes: with a setupRequest autocannon rebuilds every request, which
         // cost the load generator ~15 µs a POST of the two cores it shares with the server.
-        ...(options.nextPath && { setupRequest: (req: autocannon.Request) => ({ ...req, path: options.nextPath!() }) }),
+        ...((options.nextPath || options.nextHeaders) && { setupRequest: (req: autocannon.Request) => vary(req, options) }),
         onResponse: (status, body) => {
           if (status === options.expect) onBody?.(body);
           else if (samples.length < 5) samples.push(`${status} ${body.slice(0, 300)}`);
@@ -74,6 +76,14 @@ async function run(options: LoadOptions, seconds: number, onBody?: (body: string
     unexpected,
     samples,
     turns: [result.requests.total / result.duration],
+  };
+}
+
+function vary(req: autocannon.Request, { nextPath, nextHeaders }: LoadOptions): autocannon.Request {
+  return {
+    ...req,
+    ...(nextPath && { path: nextPath() }),
+    ...(nextHeaders && { headers: { ...req.headers, ...nextHeaders() } }),
   };
 }
 

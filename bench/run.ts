@@ -20,6 +20,10 @@ import { measureWebhooks } from './webhooks';
  * command-api and query-api, each in its own process on the embedded adapters, sharing one fresh
  * DATA_DIR; autocannon runs here, in neither. Goals are DESIGN §7's.
  *
+ * (a) is measured twice: as clients send it, and with a new `Idempotency-Key` on every request
+ * (DESIGN §8), each against a bare Koa server sent the same requests (the keyed baseline gets the
+ * same header, rebuilt per request by the same autocannon option).
+ *
  * query-api starts only once the accept phase is over and its projector has caught up, so that
  * (a) measures the accept path alone and (b) measures reads, not projection.
  *
@@ -56,7 +60,7 @@ const PROFILE = process.env.BENCH_PROFILE === '1';
 const ONLY = process.env.BENCH_ONLY;
 const runs = (letter: string) => !ONLY || ONLY.includes(letter);
 
-const GOALS = { postRatio: 0.5, postP99Ms: 50, getRatio: 0.7, replayPerSecond: 50_000 };
+const GOALS = { postRatio: 0.5, keyedPostRatio: 0.45, postP99Ms: 50, getRatio: 0.7, replayPerSecond: 50_000 };
 const IMPORT_BODY = JSON.stringify({ project_name: 'Bench', add_media: { 'a.wav': { url: 'https://media.example.com/a.wav' } } });
 
 type Row = { figure: string; value: string; baseline?: string; ratio?: string; goal?: string; met?: boolean };
@@ -149,6 +153,24 @@ async function main() {
       ],
       ROUNDS,
     );
+    // The same, each request with a new Idempotency-Key, on both sides: the key's read and its
+    // record in the import's batch, against the same request shape (autocannon rebuilds each
+    // request for its header, at the same cost for both).
+    phase(`(a) POST with Idempotency-Key: bare Koa and the accept path in turns, a new key per request`);
+    let keys = 0;
+    const keyed: Omit<LoadOptions, 'url'> = {
+      ...post,
+      headers: auth,
+      nextHeaders: () => ({ 'idempotency-key': `bench-${++keys}` }),
+      onBody: (body) => void JSON.parse(body),
+    };
+    const [bareKeyed, acceptKeyed] = await compare(
+      [
+        { ...keyed, url: `${postBaseline.url}/v1/jobs/import/project_media` },
+        { ...keyed, url: acceptUrl },
+      ],
+      ROUNDS,
+    );
     await stop(command);
     await stop(postBaseline);
     if (jobIds.length === 1) throw new Error(`no import was accepted under load in (a): ${accept.samples.join(' | ') || 'no responses'}`);
@@ -205,12 +227,14 @@ async function main() {
     const hooks = runs('e') ? await measureWebhooks() : undefined;
 
     const postRatio = ratioOf(accept, barePost);
+    const keyedRatio = ratioOf(acceptKeyed, bareKeyed);
     const getRatio = ratioOf(jobRead, bareGet);
     const firstReadRatio = ratioOf(jobFirstRead, bareFirst);
     const met = {
       post: postRatio >= GOALS.postRatio,
       p99: accept.p99Ms <= GOALS.postP99Ms,
       all201: accept.unexpected.size === 0,
+      keyed: keyedRatio >= GOALS.keyedPostRatio && acceptKeyed.unexpected.size === 0,
       get: getRatio >= GOALS.getRatio && jobRead.unexpected.size === 0 && jobFirstRead.unexpected.size === 0,
       ...(replay ? { replay: replay.replayPerSecond >= GOALS.replayPerSecond } : {}),
     };
@@ -250,6 +274,21 @@ async function main() {
         value: rate(thinPost.requestsPerSecond, 'req/s'),
         ratio: ratioOf(accept, thinPost).toFixed(2),
       },
+      {
+        figure: '(a) bare Koa POST with Idempotency-Key (baseline)',
+        value: rate(bareKeyed.requestsPerSecond, 'req/s'),
+        baseline: ms(bareKeyed),
+      },
+      {
+        figure: '(a) accept with Idempotency-Key',
+        value: rate(acceptKeyed.requestsPerSecond, 'req/s'),
+        baseline: ms(acceptKeyed),
+        ratio: keyedRatio.toFixed(2),
+        goal: `>= ${GOALS.keyedPostRatio}`,
+        met: met.keyed,
+      },
+      { figure: '    ratio turn by turn', value: turns(acceptKeyed, bareKeyed) },
+      { figure: '    of accept without a key', value: '', ratio: ratioOf(acceptKeyed, accept).toFixed(2) },
       { figure: '(b) bare Koa GET, the same exchange (baseline)', value: rate(bareGet.requestsPerSecond, 'req/s'), baseline: ms(bareGet) },
       {
         figure: '(b) GET /v1/jobs/{id}',
@@ -299,6 +338,7 @@ async function main() {
       ...(hooks ? [{ figure: `(e) webhook deliveries (${hooks.deliveries})`, value: rate(hooks.perSecond, 'deliveries/s') }] : []),
     ]);
     describeUnexpected('(a) accept', accept);
+    describeUnexpected('(a) accept with Idempotency-Key', acceptKeyed);
     describeUnexpected('(b) GET /v1/jobs/{id}', jobRead);
     describeUnexpected('(b) GET /v1/jobs/{id}, first reads', jobFirstRead);
 
@@ -320,6 +360,10 @@ async function main() {
       post_ratio: round(postRatio),
       post_p99_ms: accept.p99Ms,
       post_non_201: sum(accept.unexpected),
+      keyed_post_ratio: round(keyedRatio),
+      keyed_post_rps: Math.round(acceptKeyed.requestsPerSecond),
+      keyed_post_p99_ms: acceptKeyed.p99Ms,
+      keyed_post_turns: turnRatios(acceptKeyed, bareKeyed).map(round),
       get_ratio: round(getRatio),
       get_first_read_ratio: round(firstReadRatio),
       post_turns: turnRatios(accept, barePost).map(round),

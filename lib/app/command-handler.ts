@@ -77,9 +77,26 @@ export function decideNew<C, E extends { type: string; data: object }, S>(
   command: C,
   deps: { newId: () => string; metadata: EventMetadata },
 ): StreamAppend {
-  const decided = decider.decide(command, decider.initialState());
+  return decideAt(streamId, decider, decider.initialState(), null, command, deps);
+}
+
+/**
+ * What `command` makes of a stream in the state read at `revision` (null: no stream): the append
+ * for `appendInOrder`, expecting that revision, so that it fails if the stream moved since.
+ * A command that decides nothing has no append: that is the caller's mistake.
+ */
+export function decideAt<C, E extends { type: string; data: object }, S>(
+  streamId: string,
+  decider: Decider<C, E, S>,
+  state: S,
+  revision: number | null,
+  command: C,
+  deps: { newId: () => string; metadata: EventMetadata },
+): StreamAppend {
+  const decided = decider.decide(command, state);
   if (isRejection(decided)) throw decided.error;
-  return { streamId, events: toNewEvents(decided, deps.newId, deps.metadata), expected: 'no_stream' };
+  if (decided.length === 0) throw new Error(`decideAt: the command decides nothing on ${streamId}`);
+  return { streamId, events: toNewEvents(decided, deps.newId, deps.metadata), expected: revision === null ? 'no_stream' : revision };
 }
 
 /** `store.appendInOrder` where the store has it, else one append after another, stopping at the first conflict. */
@@ -96,9 +113,13 @@ export async function appendInOrder(store: EventStore, appends: readonly StreamA
 
 type Fold<E, S> = { readonly evolve: (s: S, e: E) => S; readonly initialState: () => S };
 
-/** Reads and folds a stream without deciding anything. */
-export async function loadState<E, S>(store: EventStore, streamId: string, fold: Fold<E, S>): Promise<{ state: S }> {
-  return { state: (await readFolded(store, streamId, fold)).state };
+/** Reads and folds a stream without deciding anything; `revision` is its last event's (null: no stream), to append after it. */
+export async function loadState<E, S>(
+  store: EventStore,
+  streamId: string,
+  fold: Fold<E, S>,
+): Promise<{ state: S; revision: number | null }> {
+  return readFolded(store, streamId, fold);
 }
 
 /** Streams whose folded state is kept, per store and fold (the least recently read go first). */

@@ -6,6 +6,7 @@ import type { Clock, Ids } from '../ports/clock';
 import type { EventStore, StreamAppend } from '../ports/event-store';
 import type { Balances } from './balances';
 import { appendInOrder, decideNew, loadState } from './command-handler';
+import { IdempotencyKeyTaken } from './idempotency';
 import { jobDecider, projectDecider } from './deciders';
 import { ensureFolders } from './folders';
 import { planImport, type ImportRequest } from './import-plan';
@@ -52,6 +53,25 @@ export const urlImportOnly = (deps: UrlImportDeps): ImportDeps => ({
 export type ImportOptions = {
   /** Where a partner's import came from, kept on the new project. */
   readonly partner?: ProjectPartner;
+  /**
+   * The request's Idempotency-Key (lib/app/idempotency.ts): the append recording this answer goes
+   * first in the batch of the project and the job, so the key and the import are written together
+   * or not at all; a conflict on it throws `IdempotencyKeyTaken` and nothing else is written.
+   * `beforeOtherWrites` is awaited before folders are made, which are written outside the batch.
+   */
+  readonly idempotency?: {
+    readonly record: (response: ImportResponse) => StreamAppend;
+    readonly beforeOtherWrites: () => Promise<void>;
+  };
+};
+
+/** The answer to an accepted import (SPEC: POST /jobs/import/project_media). */
+export type ImportResponse = {
+  readonly job_id: string;
+  readonly drive_id: string;
+  readonly project_id: string;
+  readonly project_url: string;
+  readonly upload_urls?: Record<string, { upload_url: string; asset_id: string; artifact_id: string }>;
 };
 
 /** A checked import whose ids are chosen and nothing is written yet (see `prepareImport`). */
@@ -115,13 +135,14 @@ export async function prepareImport(
 }
 
 /** Appends what `prepareImport` checked: folders and the project when new, then the queued job. */
-export async function commitImport(deps: ImportDeps, who: Principal, prepared: PreparedImport, requestId: string) {
+export async function commitImport(deps: ImportDeps, who: Principal, prepared: PreparedImport, requestId: string): Promise<ImportResponse> {
   const { body, plan, projectId, jobId, now, options } = prepared;
   const metadata = { partition_key: projectId, correlation_id: requestId, drive_id: who.driveId, user_id: who.userId };
   // Time-ordered event ids land at the end of the id index instead of on random pages (3x fewer writes per batch).
   const newId = () => deps.ids.uuidv7();
 
   if (!body.project_id && body.folder_name) {
+    await options.idempotency?.beforeOtherWrites();
     // Folders before the project that sits in them; each level is created once, as needed.
     await ensureFolders(deps.store, who, body.folder_name, { now, newId, metadata: { ...metadata, partition_key: projectId } });
   }
@@ -154,10 +175,19 @@ export async function commitImport(deps: ImportDeps, who: Principal, prepared: P
     request: plan,
   };
   appends.push(decideNew(streams.job(jobId), jobDecider, { type: 'QueueJob', job, now }, { newId, metadata }));
+  // The answer is known before anything is written (the ids were chosen in prepareImport), so
+  // an Idempotency-Key's record of it can lead the batch.
+  const response = importResponse(deps, who, prepared, url);
+  if (options.idempotency) appends.unshift(options.idempotency.record(response));
   const made = await appendInOrder(deps.store, appends);
+  if (options.idempotency && made[0]?.ok === false) throw new IdempotencyKeyTaken();
   if (made.length < appends.length || made.some((r) => !r.ok)) {
     throw new AppError('unavailable', 'a new project or job id was taken by another request; send the request again', { retriable: true });
   }
+  return response;
+}
+
+function importResponse(deps: ImportDeps, who: Principal, { plan, projectId, jobId }: PreparedImport, url: string): ImportResponse {
   const uploads = [...uploadsOf(plan)];
   const upload_urls =
     uploads.length === 0

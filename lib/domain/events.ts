@@ -2,6 +2,7 @@ import type { BalanceEvent } from './balance';
 import type { CompositionEvent } from './composition';
 import type { DeliveryEvent } from './delivery';
 import type { FolderEvent } from './folder';
+import type { IdempotencyEvent } from './idempotency';
 import type { ImportLinkEvent } from './import-link';
 import type { JobEvent } from './job';
 import type { ProjectEvent } from './project';
@@ -9,7 +10,16 @@ import type { DriveEvent, TokenEvent } from './tenancy';
 
 /** Every event the domain writes: each aggregate's union. A new aggregate adds its union here. */
 export type DomainEvent =
-  JobEvent | ProjectEvent | CompositionEvent | FolderEvent | DriveEvent | TokenEvent | DeliveryEvent | ImportLinkEvent | BalanceEvent;
+  | JobEvent
+  | ProjectEvent
+  | CompositionEvent
+  | FolderEvent
+  | DriveEvent
+  | TokenEvent
+  | DeliveryEvent
+  | ImportLinkEvent
+  | BalanceEvent
+  | IdempotencyEvent;
 
 /**
  * Every event type by name, at run time. Typed as a record over the union, so an event type
@@ -56,5 +66,6 @@ const TYPES: { readonly [K in DomainEvent['type']]: true } = {
   BalanceReserved: true,
   ReservationSettled: true,
   ReservationReleased: true,
+  IdempotentResponseRecorded: true,
 };
 export const EVENT_TYPES = Object.keys(TYPES) as DomainEvent['type'][];

@@ -26,6 +26,8 @@ export const streams = {
   token: (tokenHash: string) => `token-${tokenHash}`,
   /** A partner's one-time import link, named by the nonce in its URL. */
   importLink: (nonce: string) => `importlink-${nonce}`,
+  /** An Idempotency-Key of one token, named by SHA-256 (hex) of `token_id + "\n" + key`: the key itself is the client's text. */
+  idempotency: (scopeHash: string) => `idempotency-${scopeHash}`,
 } as const;
 
 /** The category of a stream id: the part before the first dash. */

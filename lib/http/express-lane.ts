@@ -1,7 +1,8 @@
 import bourne from '@hapi/bourne';
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type Router from '@koa/router';
 import type { Logger } from 'pino';
+import type { IdempotencyClaim } from '../app/idempotency';
 import type { Principal } from '../app/tenancy';
 import { AppError } from '../domain/errors';
 import type { ApiAppDeps } from './app';
@@ -34,10 +35,16 @@ export type LaneRequest = {
   readonly requestId: string;
   /** A child logger carrying the request id (made when first used). */
   readonly log: Logger;
+  /** As node parsed them (names in lower case). */
+  readonly headers: IncomingHttpHeaders;
+  /** Only with an Idempotency-Key the route may record now (a route wrapped by `idempotent`, lib/http/idempotency.ts). */
+  readonly idempotency?: IdempotencyClaim;
 };
 
-/** `json`: the body already serialized (a kept answer), sent as it is. */
-export type LaneReply = { readonly status: number; readonly body: unknown } | { readonly status: number; readonly json: string };
+/** `json`: the body already serialized (a kept answer), sent as it is. `headers`: set on the answer too. */
+export type LaneReply = ({ readonly status: number; readonly body: unknown } | { readonly status: number; readonly json: string }) & {
+  readonly headers?: Readonly<Record<string, string>>;
+};
 
 export type LaneRoute = {
   readonly method: 'GET' | 'POST';
@@ -60,8 +67,10 @@ export function mountLaneRoutes(v1: Router, routes: readonly LaneRoute[]): void 
         get log() {
           return state.log;
         },
+        headers: ctx.req.headers,
       });
       ctx.status = reply.status;
+      if (reply.headers) ctx.set(reply.headers);
       if ('json' in reply) {
         ctx.type = 'application/json';
         ctx.body = reply.json;
@@ -164,8 +173,10 @@ async function serve(
       get log() {
         return log();
       },
+      headers: req.headers,
     });
     status = reply.status;
+    if (reply.headers) Object.assign(headers, reply.headers);
     text = 'json' in reply ? reply.json : JSON.stringify(reply.body);
     fence?.after(auth.tokenId, c.route.method, status);
   } catch (err) {

@@ -1,12 +1,13 @@
 import { isJobId } from '../../lib/domain/ids';
 import { notFound } from '../../lib/domain/errors';
 import { createApiApp, type ApiAppDeps, type HttpApp } from '../../lib/http/app';
-import type { LaneRoute } from '../../lib/http/express-lane';
+import { mountLaneRoutes, type LaneRoute } from '../../lib/http/express-lane';
+import { idempotency } from '../../lib/http/idempotency';
 import { infoLine, type ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
-import { acceptImport, type ImportDeps, type ImportRequest } from '../../lib/app/import';
+import { acceptImport, type ImportDeps, type ImportRequest, type ImportResponse } from '../../lib/app/import';
 import { cancelJob, requestRedelivery } from './import';
-import { mountPartner } from './partner';
+import { partnerRoute } from './partner';
 import { createUploadRoutes, type UploadRouteDeps } from './uploads';
 
 export type CommandApiDeps = ApiAppDeps & ImportDeps & { schemas: SchemaRegistry; uploads?: UploadRouteDeps };
@@ -18,16 +19,34 @@ export function createApp(deps: CommandApiDeps): HttpApp {
   const accept: LaneRoute = {
     method: 'POST',
     path: '/jobs/import/project_media',
-    async handle({ auth, body, requestId }) {
+    async handle({ auth, body, requestId, idempotency: key }) {
       deps.schemas.assertBody('import-request', body);
-      const response = await acceptImport(deps, auth, body as ImportRequest, requestId);
+      const idempotency = key && {
+        record: (answer: ImportResponse) => key.recordWith(201, answer),
+        beforeOtherWrites: () => key.beforeOtherWrites(),
+      };
+      const response = await acceptImport(deps, auth, body as ImportRequest, requestId, { idempotency });
       // The line a child logger with the request id would write, from a template (a pino call costs ~4 % of the accept path).
       accepted({ request_id: requestId, job_id: response.job_id, project_id: response.project_id });
       return { status: 201, body: response };
     },
   };
+  // An extension of the spec: deliver the job's webhook again now.
+  const redeliver: LaneRoute = {
+    method: 'POST',
+    path: '/jobs/:job_id/deliveries',
+    async handle({ auth, params, log }) {
+      const jobId = params.job_id;
+      if (!isJobId(jobId)) throw notFound(`job ${jobId} does not exist`);
+      await requestRedelivery(deps, auth, jobId);
+      log.info({ job_id: jobId }, 'webhook redelivery requested');
+      return { status: 202, body: { job_id: jobId, state: 'pending' } };
+    },
+  };
+  // Every POST that creates something takes an Idempotency-Key (DESIGN §8): wrap it here.
+  const idempotent = idempotency(deps);
   return createApiApp(deps, {
-    lane: [accept],
+    lane: [idempotent(accept, { recordsWithItsAppends: true })],
     mount: (v1) => {
       v1.delete('/jobs/:job_id', async (ctx) => {
         const c = ctx as unknown as ApiContext;
@@ -38,18 +57,7 @@ export function createApp(deps: CommandApiDeps): HttpApp {
         ctx.status = 204;
       });
 
-      // An extension of the spec: deliver the job's webhook again now.
-      v1.post('/jobs/:job_id/deliveries', async (ctx) => {
-        const c = ctx as unknown as ApiContext;
-        const jobId = ctx.params.job_id;
-        if (!isJobId(jobId)) throw notFound(`job ${jobId} does not exist`);
-        await requestRedelivery(deps, c.state.auth, jobId);
-        c.state.log.info({ job_id: jobId }, 'webhook redelivery requested');
-        ctx.status = 202;
-        ctx.body = { job_id: jobId, state: 'pending' };
-      });
-
-      mountPartner(v1, deps);
+      mountLaneRoutes(v1, [idempotent(redeliver), idempotent(partnerRoute(deps))]);
     },
     outside: signed,
   });

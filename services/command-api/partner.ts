@@ -1,11 +1,10 @@
-import type Router from '@koa/router';
 import { handleCommand, loadState } from '../../lib/app/command-handler';
 import { driveDecider } from '../../lib/app/deciders';
 import type { Principal } from '../../lib/app/tenancy';
 import { forbidden, invalidInput } from '../../lib/domain/errors';
 import { streams } from '../../lib/domain/ids';
 import { IMPORT_LINK_TTL_MS, importLinkDecider, type ImportLinkFile } from '../../lib/domain/import-link';
-import type { ApiContext } from '../../lib/http/middleware';
+import type { LaneRoute } from '../../lib/http/express-lane';
 import type { SchemaRegistry } from '../../lib/http/schemas';
 import type { Clock, Ids } from '../../lib/ports/clock';
 import type { EventStore } from '../../lib/ports/event-store';
@@ -42,14 +41,17 @@ export type EditInSchema = {
   };
 };
 
-export function mountPartner(v1: Router, deps: PartnerDeps): void {
-  v1.post('/edit_in_descript/schema', async (ctx) => {
-    const c = ctx as unknown as ApiContext;
-    const link = await issueImportLink(deps, c.state.auth, c.request.body ?? {}, c.state.requestId);
-    c.state.log.info({ files: link.files, expires_at: link.expires_at }, 'import link issued');
-    ctx.status = 201;
-    ctx.body = { url: link.url, expires_at: link.expires_at };
-  });
+/** The route, mounted on Koa only (`mountLaneRoutes`): it is not hot enough for the express lane. */
+export function partnerRoute(deps: PartnerDeps): LaneRoute {
+  return {
+    method: 'POST',
+    path: '/edit_in_descript/schema',
+    async handle({ auth, body, requestId, log }) {
+      const link = await issueImportLink(deps, auth, body, requestId);
+      log.info({ files: link.files, expires_at: link.expires_at }, 'import link issued');
+      return { status: 201, body: { url: link.url, expires_at: link.expires_at } };
+    },
+  };
 }
 
 export async function issueImportLink(deps: PartnerDeps, who: Principal, body: unknown, requestId: string) {

@@ -213,6 +213,16 @@ const domainEvents: DomainEvent[] = [
     type: 'ImportLinkUsed',
     data: { nonce: USER, used_by_drive: DRIVE, used_by_user: USER, project_id: PROJECT, job_id: JOB, used_at: T },
   },
+  {
+    type: 'IdempotentResponseRecorded',
+    data: {
+      token_id: 't-1',
+      fingerprint: 'c0ffee'.repeat(10) + 'beef',
+      status: 201,
+      body: JSON.stringify({ job_id: JOB, drive_id: DRIVE, project_id: PROJECT, project_url: URL }),
+      recorded_at: T,
+    },
+  },
   { type: 'DriveCreated', data: { drive_id: DRIVE, name: 'Acme', webhook_secret: 'whsec_x', settings: DEFAULT_SETTINGS, created_at: T } },
   { type: 'DriveUpdated', data: { drive_id: DRIVE, changes: { name: 'Acme Inc', ai_credits: 50, media_seconds: null }, updated_at: T } },
   {
