@@ -20,7 +20,8 @@ export interface EventLogHarness {
 }
 
 export interface EventLogContractOptions {
-  before?: (this: Mocha.Context) => void;
+  before?: (this: Mocha.Context) => void | Promise<void>;
+  after?: () => void | Promise<void>;
   /**
    * How many independent lanes keys are spread over (the subscription's lanes, or the topic's
    * partitions): a slow key may hold up the keys of its own lane, never the others. Default 4.
@@ -41,6 +42,7 @@ export function describeEventLogContract(name: string, factory: () => Promise<Ev
     const wait = { timeoutMs: options.timeoutMs ?? 5000 };
 
     if (options.before) before(options.before);
+    if (options.after) after(options.after);
     beforeEach(async () => {
       h = await factory();
       subs = [];

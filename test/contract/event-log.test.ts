@@ -13,7 +13,7 @@ import { createMongoDeadLetterStore } from '../../lib/adapters/mongodb/dead-lett
 import type { DeadLetterStore } from '../../lib/ports/dead-letters';
 import type { StoredEvent } from '../../lib/ports/event-store';
 import { createMemoryDeadLetterStore } from '../fixtures/memory-dead-letters';
-import { skipUnless } from '../fixtures/wait';
+import { kafkaSuite } from '../fixtures/kafka';
 import { describeEventLogContract } from './event-log.contract';
 
 const logger = pino({ level: 'silent' });
@@ -63,10 +63,14 @@ async function kafkaRunDeadLetters(): Promise<{ store: DeadLetterStore; close():
   };
 }
 
+// KAFKA_BROKERS when set, else librdkafka's mock cluster (test/fixtures/kafka.ts). The mock has no
+// DeleteTopics: each test has a topic of its own, and cleanup's delete is only for a real Kafka.
+const broker = kafkaSuite({ brokers: 1 });
+
 describeEventLogContract(
   'Kafka',
   async () => {
-    const kafka = new Kafka({ clientId: 'contract', brokers: process.env.KAFKA_BROKERS!.split(','), logLevel: logLevel.NOTHING });
+    const kafka = new Kafka({ clientId: 'contract', brokers: broker.peer().brokers, logLevel: logLevel.NOTHING });
     const topic = `contract-${randomUUID()}`;
     await ensureTopic(kafka, topic, 4);
     const letters = await kafkaRunDeadLetters();
@@ -118,5 +122,5 @@ describeEventLogContract(
       },
     };
   },
-  { before: skipUnless('KAFKA_BROKERS'), lanes: 4, timeoutMs: 60_000 },
+  { before: broker.before, after: broker.after, lanes: 4, timeoutMs: 60_000 },
 );

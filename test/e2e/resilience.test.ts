@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
-import { admin, apiClient, buildOnce, freePort, ROOT, startService, type ServiceProcess } from '../fixtures/service-process';
+import { admin, apiClient, buildOnce, freePort, inheritedEnv, ROOT, startService, type ServiceProcess } from '../fixtures/service-process';
 import { waitFor } from '../fixtures/wait';
 
 /** The all-in-one process under failure: job work dies, the process is killed mid-burst, the port is taken. */
@@ -150,7 +150,7 @@ describe('e2e: resilience of the all-in-one service', function () {
       const out = (() => {
         try {
           execFileSync(process.execPath, [join(__dirname, '..', '..', 'dist', 'bin', 'serve.js')], {
-            env: { ...process.env, PORT: String(port), DATA_DIR: dataDir },
+            env: { ...inheritedEnv(), PORT: String(port), DATA_DIR: dataDir },
             encoding: 'utf8',
             stdio: 'pipe',
             timeout: 20_000,
@@ -171,7 +171,7 @@ describe('e2e: resilience of the all-in-one service', function () {
     const port = await freePort();
     const npm = spawn('npm', ['start', '--silent'], {
       cwd: ROOT,
-      env: { ...process.env, PORT: String(port), DATA_DIR: mkdtempSync(join(tmpdir(), 'e2e-data-')), LOG_LEVEL: 'warn' },
+      env: { ...inheritedEnv(), PORT: String(port), DATA_DIR: mkdtempSync(join(tmpdir(), 'e2e-data-')), LOG_LEVEL: 'warn' },
       stdio: 'ignore',
     });
     const exited = new Promise<void>((resolve) => npm.on('exit', () => resolve()));

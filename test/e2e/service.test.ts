@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
-import { admin, apiClient, buildOnce, ROOT, startService } from '../fixtures/service-process';
+import { admin, apiClient, buildOnce, inheritedEnv, ROOT, startService } from '../fixtures/service-process';
 import { waitFor } from '../fixtures/wait';
 
 /** The real process, as `npm start` runs it, on the embedded adapters. */
@@ -147,7 +147,7 @@ describe('e2e: the service process', function () {
       );
       const { stdout } = await promisify(execFile)(process.execPath, [join(ROOT, 'dist', 'bin', 'replay.js')], {
         cwd: ROOT,
-        env: { ...process.env, ...env },
+        env: { ...inheritedEnv(), ...env },
       });
       const report = JSON.parse(stdout) as { events: number; events_per_second: number };
       assert.ok(report.events > 5 && report.events_per_second > 0, stdout);
