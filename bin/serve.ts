@@ -32,20 +32,19 @@ runService('serve', async (config, logger) => {
   const metrics = createMetrics();
   const store = openEventStore(config);
   // Read-your-writes (lib/app/consistency.ts): the worker's projector reports its watermark; the
-  // query API waits on it for a token's writes and a final job's effects. Only the embedded log
-  // tells store positions; with Kafka the APIs answer as projected (docs/decisions.md).
-  const watermark = config.kafka ? null : createWatermark(projectedSoFar(store));
-  const readSide = await openReadStore(config, { moves: watermark?.moves });
+  // query API waits on it for a token's writes and a final job's effects. With Kafka the
+  // projector learns it from the marks the relay writes (lib/adapters/kafka/marks.ts): its one
+  // member owns every partition.
+  const watermark = createWatermark(config.kafka ? null : projectedSoFar(store));
+  const readSide = await openReadStore(config, { moves: watermark.moves });
   const common = httpCommon(config, logger, store, readSide);
   const commandStore = trackAppends(store);
-  const hooks =
-    watermark &&
-    readYourWrites({
-      sessions: createSessionPositions(),
-      watermark,
-      lastAppended: commandStore.lastAppended,
-      observe: (outcome, seconds) => metrics.readFenceWait.observe({ outcome }, seconds),
-    });
+  const hooks = readYourWrites({
+    sessions: createSessionPositions(),
+    watermark,
+    lastAppended: commandStore.lastAppended,
+    observe: (outcome, seconds) => metrics.readFenceWait.observe({ outcome }, seconds),
+  });
   let worker: ReturnType<typeof supervise> | null = null;
   const shared = {
     ...common,
@@ -59,12 +58,12 @@ runService('serve', async (config, logger) => {
     ...shared,
     ...commandDeps(config, commandStore),
     balance: createBalances({ store, clock: systemClock, ids: randomIds }),
-    ...(hooks && { consistency: { role: 'write', hooks } }),
+    consistency: { role: 'write', hooks },
   });
   const queryApp = createQueryApp({
     ...shared,
     ...queryDeps(config, readSide, store, metrics),
-    ...(hooks && { consistency: { role: 'read', hooks } }),
+    consistency: { role: 'read', hooks },
   });
   const server = createHttpServer(routeByMethod(commandApp, queryApp));
   await new Promise<void>((resolve, reject) => {
@@ -79,7 +78,7 @@ runService('serve', async (config, logger) => {
     // Stable while this process lives, so a restarted worker takes its predecessor's claims over at once.
     env: { ...process.env, WORKER_ID: config.workerId ?? `${hostname()}:serve:${process.pid}` },
     logger,
-    onProjected: (position) => watermark?.advance(position),
+    onProjected: (position) => watermark.advance(position),
   });
   logger.info(
     { port: config.port, base_url: config.baseUrl, mode: config.kafka ? 'distributed' : 'embedded' },

@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import type { AppendResult, EventStore, Position } from '../ports/event-store';
+import { positionValue, type AppendResult, type EventStore } from '../ports/event-store';
 
 /**
  * Read-your-writes and causal reads (DESIGN §8; the mechanism is in docs/decisions.md,
@@ -14,14 +14,7 @@ import type { AppendResult, EventStore, Position } from '../ports/event-store';
  *   appended before it, so every read model already shows them.
  */
 
-/**
- * A position as a number to compare: the embedded store's row number, or EventStoreDB's commit
- * position (`commit/prepare`), both growing with `$all`.
- */
-export function positionValue(position: Position): bigint {
-  const slash = position.indexOf('/');
-  return BigInt(slash === -1 ? position : position.slice(0, slash));
-}
+export { positionValue };
 
 /** How far the read models have projected `$all`, and a way to wait for a position. */
 export interface Watermark {

@@ -81,6 +81,12 @@ export interface EventLog {
  */
 export interface LogProducer {
   publish(events: readonly StoredEvent[]): Promise<void>;
+  /**
+   * Tells every partition that everything up to store position `position` has been published
+   * (after a publish resolved), so consumers can tell how far they have handled the store
+   * (read-your-writes). Optional: a log whose consumers read the store's order needs none.
+   */
+  publishMark?(position: string): Promise<void>;
   close(): Promise<void>;
 }
 

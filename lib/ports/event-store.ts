@@ -25,6 +25,15 @@ export interface EventMetadata {
  */
 export type Position = string;
 
+/**
+ * A position as a number to compare, for every adapter: the embedded row number, or
+ * EventStoreDB's commit position (`commit/prepare`), both growing with `$all`.
+ */
+export function positionValue(position: Position): bigint {
+  const slash = position.indexOf('/');
+  return BigInt(slash === -1 ? position : position.slice(0, slash));
+}
+
 /** An event as read back from the store. `revision` is its 0-based index in its stream. */
 export interface StoredEvent extends NewEvent {
   readonly streamId: string;

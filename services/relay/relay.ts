@@ -149,6 +149,8 @@ export function createRelay(deps: RelayDeps): Relay {
     if (!(await relay(batch))) return;
     inHand = Math.max(0, inHand - batch.length);
     const position = batch[batch.length - 1].position;
+    // Best effort: a mark that did not go only delays reads that wait for it until the next batch's.
+    await deps.producer.publishMark?.(position).catch((err: unknown) => log.warn({ err, position }, 'could not publish a watermark mark'));
     try {
       await deps.checkpoints.save(name, position);
       log.debug({ size: batch.length, position }, 'batch relayed');

@@ -102,6 +102,8 @@ describeEventLogContract(
           createdAt: new Date().toISOString(),
         }));
         await producer.publish(events);
+        // As the relay does after each batch: how far the store is published, in every partition.
+        await producer.publishMark!(events[events.length - 1].position);
       },
       async produceUndecodable(key) {
         if (!raw) {
@@ -122,5 +124,5 @@ describeEventLogContract(
       },
     };
   },
-  { before: broker.before, after: broker.after, lanes: 4, timeoutMs: 60_000 },
+  { before: broker.before, after: broker.after, lanes: 4, timeoutMs: 60_000, watermarkFromMarks: true },
 );

@@ -170,6 +170,28 @@ describe('e2e: distributed mode, Kafka as the log', function () {
     await assertStoppedOnce(jobs);
   });
 
+  it('reads its writes through Kafka: DELETE then GET reads cancelled, POST then GET /projects lists the project, every time', async () => {
+    const stale: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const name = `Waiting ${i}`;
+      const created = await api.post('/jobs/import/project_media', {
+        project_name: name,
+        add_media: { 'later.wav': { content_type: 'audio/wav', file_size: 1000 } },
+      });
+      assert.equal(created.status, 201);
+      const { job_id, project_id } = (await created.json()) as { job_id: string; project_id: string };
+      const listed = (await (await api.get(`/projects?name=${encodeURIComponent(name)}`)).json()) as { data: { id: string }[] };
+      if (!listed.data.some((p) => p.id === project_id)) stale.push(`${i}: project not listed`);
+      assert.equal((await api.delete(`/jobs/${job_id}`)).status, 204);
+      const after = (await (await api.get(`/jobs/${job_id}`)).json()) as { job_state: string };
+      if (after.job_state !== 'cancelled') stale.push(`${i}: job ${after.job_state} after DELETE`);
+    }
+    assert.deepEqual(stale, []);
+    // Each read waited for the projector's watermark, learnt from the relay's marks, never for the 2 s bound.
+    const metrics = await (await fetch(`${svc.base}/metrics`)).text();
+    assert.doesNotMatch(metrics, /read_fence_wait_seconds_count\{outcome="timed_out"\} [1-9]/);
+  });
+
   it('cancels a running import: its download stops and it never stops with a result', async () => {
     const jobId = await startImport({ 'long.wav': 'slow' });
     await waitForState(jobId, 'running');

@@ -67,6 +67,7 @@ describe('relay: the SQLite store to Kafka, Avro-encoded, read back by a consume
           throw err;
         }
       },
+      publishMark: (position) => real.publishMark!(position),
       close: () => real.close(),
     };
     relay = null;
@@ -111,6 +112,30 @@ describe('relay: the SQLite store to Kafka, Avro-encoded, read back by a consume
     waitFor(() => ids.every((id) => seen.some((e) => e.id === id)), { timeoutMs: 30_000, what: `${ids.length} events in the topic` });
 
   // ---------------------------------------------------------------- scenarios
+
+  it('marks every partition after each batch, so a member owning them all knows how far it has handled the store', async () => {
+    await makeDrives(2);
+    await startRelay();
+    const seen = await consume();
+    const reader = subscriptions[subscriptions.length - 1];
+    const marks: bigint[] = [];
+    reader.onWatermark!((position) => marks.push(position));
+    const stored = await allEvents();
+    await untilSeen(seen, idsOf(stored));
+    const last = BigInt(stored.at(-1)!.position);
+    await waitFor(() => marks.length > 0 && marks[marks.length - 1] >= last, {
+      timeoutMs: 30_000,
+      what: 'the watermark at the last event',
+    });
+    assert.ok(
+      marks.every((m) => stored.filter((e) => BigInt(e.position) <= m).every((e) => seen.some((s) => s.id === e.id))),
+      'every event at or before a watermark was handled when it was told',
+    );
+    // Another batch moves it on.
+    await makeDrives(1);
+    const more = await allEvents();
+    await waitFor(() => marks[marks.length - 1] >= BigInt(more.at(-1)!.position), { timeoutMs: 30_000, what: 'the next batch marked' });
+  });
 
   it('publishes every event in store order per partition key, each decoding to what the store holds', async () => {
     await makeDrives(3);

@@ -3,9 +3,10 @@ import { KafkaJSProtocolError, type EachBatchPayload, type Kafka, type KafkaMess
 import type { Logger } from 'pino';
 import type { DeadLetterStore } from '../../ports/dead-letters';
 import type { DeliveryContext, HandlerOutcome, LogHandler, LogSubscription, SubscribeOptions } from '../../ports/event-log';
-import type { StoredEvent } from '../../ports/event-store';
+import { positionValue, type StoredEvent } from '../../ports/event-store';
 import type { EventCodec } from './avro-codec';
 import { eventLetter, putUntilStored, rawLetter, reasonOf, retryDueLetters } from './letters';
+import { createMarkTracker, markOf } from './marks';
 import { createOffsetTracker } from './offsets';
 
 /**
@@ -79,6 +80,19 @@ export async function subscribeKafka(
   const log = deps.logger.child({ group, topic: deps.topic });
   const consumer = deps.kafka.consumer({ groupId: group });
   const offsets = createOffsetTracker();
+  // The relay's marks: how far this member has handled the event store (marks.ts).
+  const marks = createMarkTracker(positionValue);
+  const watermarkListeners: ((position: bigint) => void)[] = [];
+  let watermark: bigint | null = null;
+  const reachMarks = (partition: number) => {
+    const lowWater = offsets.lowWater(partition);
+    if (lowWater === null) return;
+    marks.settledBelow(partition, lowWater);
+    const now = marks.watermark();
+    if (now === null || (watermark !== null && now <= watermark)) return;
+    watermark = now;
+    for (const listener of watermarkListeners) listener(now);
+  };
   const lanes = new Map<number, Lane>();
   const detached = new Set<Promise<void>>();
   const abort = new AbortController();
@@ -113,6 +127,7 @@ export async function subscribeKafka(
       lanes.delete(partition);
     }
     const dropped = offsets.retainOnly(partitions);
+    marks.retainOnly(partitions);
     wake();
     return dropped;
   };
@@ -127,7 +142,7 @@ export async function subscribeKafka(
   const where = (p: Pending) => ({ partition: p.lane.partition, offset: p.message.offset, event_id: p.event?.id, type: p.event?.type });
 
   const settle = (p: Pending) => {
-    if (!p.lane.dropped) offsets.settle(p.lane.partition, p.message.offset);
+    if (!p.lane.dropped && offsets.settle(p.lane.partition, p.message.offset)) reachMarks(p.lane.partition);
     wake();
   };
 
@@ -216,7 +231,12 @@ export async function subscribeKafka(
         if (!(await room(payload)) || lane.dropped) break;
         offsets.take(batch.partition, message.offset);
         const p: Pending = { lane, message, event: null };
-        lane.tail = lane.tail.then(() => deliver(p));
+        const mark = markOf(message.headers);
+        if (mark) {
+          // No handler: settled in its lane's turn, reached once everything before it has settled.
+          marks.seen(batch.partition, BigInt(message.offset), mark);
+          lane.tail = lane.tail.then(() => settle(p));
+        } else lane.tail = lane.tail.then(() => deliver(p));
       }
       // Resolving only moves kafkajs's fetch position; the commit is ours.
       payload.resolveOffset(message.offset);
@@ -307,5 +327,9 @@ export async function subscribeKafka(
         log.info('unsubscribed');
       })()),
     status: () => ({ group, running, lag: offsets.lag() }),
+    onWatermark(listener) {
+      watermarkListeners.push(listener);
+      if (watermark !== null) listener(watermark);
+    },
   };
 }

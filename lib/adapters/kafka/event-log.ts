@@ -20,6 +20,7 @@ export function createKafkaEventLog(deps: KafkaLogDeps): EventLog {
       const close = subscription.close;
       const tracked: LogSubscription = {
         status: () => subscription.status(),
+        onWatermark: (listener) => subscription.onWatermark?.(listener),
         async close() {
           await close();
           subscriptions.delete(tracked);

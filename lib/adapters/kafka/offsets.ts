@@ -39,6 +39,8 @@ export interface OffsetTracker {
   sawHighWatermark(partition: number, highWatermark: string): void;
   /** Messages taken on and not settled, over every partition. */
   inFlight(): number;
+  /** The first offset of `partition` not settled (one past the last taken when all have); null when none was taken. */
+  lowWater(partition: number): bigint | null;
   /** Sum over partitions with a known high watermark of (high watermark − low-water mark); null when none is known. */
   lag(): number | null;
 }
@@ -121,6 +123,10 @@ export function createOffsetTracker(): OffsetTracker {
       stateOf(partition).highWatermark = BigInt(highWatermark);
     },
     inFlight: () => inFlight,
+    lowWater(partition) {
+      const state = partitions.get(partition);
+      return state && state.next >= 0n ? lowWater(state) : null;
+    },
     lag() {
       let known = false;
       let sum = 0n;

@@ -4,6 +4,7 @@ import { AppError } from '../../domain/errors';
 import type { LogProducer } from '../../ports/event-log';
 import type { StoredEvent } from '../../ports/event-store';
 import type { EventCodec } from './avro-codec';
+import { MARK_HEADER, MARK_PARTITIONS_HEADER } from './marks';
 
 export type KafkaProducerDeps = {
   readonly kafka: Kafka;
@@ -95,7 +96,32 @@ export function createKafkaProducer(deps: KafkaProducerDeps): LogProducer {
     return { event, message, bytes };
   }
 
+  // The topic's partition count, asked once (a mark goes to each partition).
+  let partitions: Promise<number> | null = null;
+  const partitionCount = () =>
+    (partitions ??= (async () => {
+      const admin = deps.kafka.admin();
+      await admin.connect();
+      try {
+        const { topics } = await admin.fetchTopicMetadata({ topics: [deps.topic] });
+        return topics[0]?.partitions.length ?? 0;
+      } finally {
+        await admin.disconnect();
+      }
+    })().catch((err: unknown) => {
+      partitions = null;
+      throw err;
+    }));
+
   return {
+    async publishMark(position) {
+      const n = await partitionCount();
+      if (n === 0) return;
+      await connect();
+      const headers = { [MARK_HEADER]: position, [MARK_PARTITIONS_HEADER]: String(n) };
+      const messages = Array.from({ length: n }, (_, partition) => ({ partition, key: null, value: null, headers }));
+      await producer.send({ topic: deps.topic, acks: -1, messages });
+    },
     async publish(events) {
       if (events.length === 0) return;
       const all = events.map(outgoing);
