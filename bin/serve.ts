@@ -38,14 +38,15 @@ runService('serve', async (config, logger) => {
   const watermark = createWatermark(config.kafka ? null : projectedSoFar(store));
   const readSide = await openReadStore(config, { moves: watermark.moves });
   const common = httpCommon(config, logger, store, readSide);
-  const commandStore = trackAppends(store);
+  let worker: ReturnType<typeof supervise> | null = null;
+  // Each append wakes the worker's consumers at once (they would see it at their next poll).
+  const commandStore = trackAppends(store, () => worker?.appended());
   const hooks = readYourWrites({
     sessions: createSessionPositions(),
     watermark,
     lastAppended: commandStore.lastAppended,
     observe: (outcome, seconds) => metrics.readFenceWait.observe({ outcome }, seconds),
   });
-  let worker: ReturnType<typeof supervise> | null = null;
   const shared = {
     ...common,
     metrics: withChildMetrics(metrics, () => worker?.request('metrics') ?? Promise.resolve(null)),

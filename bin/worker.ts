@@ -27,6 +27,8 @@ runService('worker', async (config, logger) => {
   const parent = serveParent({
     answer: async (question) => (question === 'metrics' ? metrics.registry.getMetricsAsJSON() : null),
     onOrphaned: () => process.kill(process.pid, 'SIGTERM'),
+    // The APIs appended: the consumers read it now rather than at their next poll of the store.
+    onAppended: () => ('appendedElsewhere' in store ? store.appendedElsewhere() : undefined),
   });
   const onFatal = exitOnFatal(logger, (err) => parent.fatal(err.message));
 

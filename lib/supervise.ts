@@ -21,6 +21,11 @@ export interface Supervised {
   ready(): boolean;
   /** Asks the running child; rejects after `timeoutMs` or when there is no ready child. */
   request(question: string, timeoutMs?: number): Promise<unknown>;
+  /**
+   * Tells the child that events were appended here, so its consumers read them now instead of at
+   * their next poll of the store (sent once per turn of the event loop however many appends).
+   */
+  appended(): void;
   /** How many times the child was started (1 after the first start). */
   starts(): number;
   pid(): number | undefined;
@@ -48,6 +53,7 @@ export function supervise(options: {
   let delay = minDelay;
   let restartTimer: NodeJS.Timeout | null = null;
   const pending = new Map<string, (data: unknown) => void>();
+  let tellAppended = false;
 
   const start = () => {
     starts++;
@@ -82,6 +88,14 @@ export function supervise(options: {
     ready: () => isReady && child !== null,
     starts: () => starts,
     pid: () => child?.pid,
+    appended() {
+      if (tellAppended) return;
+      tellAppended = true;
+      setImmediate(() => {
+        tellAppended = false;
+        if (child?.connected) child.send({ type: 'appended' }, () => undefined);
+      });
+    },
     request(question, timeoutMs = 2000) {
       const c = child;
       if (!c || !isReady || !c.connected) return Promise.reject(new Error('the worker process is not running'));
@@ -110,9 +124,10 @@ export function supervise(options: {
  * The child's side: answers the parent's requests, and stops (through `onOrphaned`) when the
  * parent is gone, so a killed parent never leaves job work running on its own.
  */
-export function serveParent(handlers: { answer(question: string): Promise<unknown>; onOrphaned(): void }) {
+export function serveParent(handlers: { answer(question: string): Promise<unknown>; onOrphaned(): void; onAppended?(): void }) {
   if (!process.send) return { ready: () => undefined, fatal: () => undefined, projected: () => undefined };
   process.on('message', (m: { type?: string; id?: string; question?: string }) => {
+    if (m?.type === 'appended') return handlers.onAppended?.();
     if (m?.type !== 'request' || !m.id) return;
     handlers.answer(m.question ?? '').then(
       (data) => process.send?.({ type: 'reply', id: m.id, data }),

@@ -147,14 +147,16 @@ export function readYourWrites(deps: {
 
 /**
  * The store, noting the position of the newest append made through it: what `afterWrite` notes
- * for a command's token. Everything else is the store's own (the rest of its interface too).
+ * for a command's token; `onAppend` is told of each (the all-in-one worker is woken with it).
+ * Everything else is the store's own (the rest of its interface too).
  */
-export function trackAppends<S extends EventStore>(store: S): S & { lastAppended(): bigint | null } {
+export function trackAppends<S extends EventStore>(store: S, onAppend?: () => void): S & { lastAppended(): bigint | null } {
   let last: bigint | null = null;
   const note = (result: AppendResult) => {
     if (!result.ok) return;
     const position = positionValue(result.position);
     if (last === null || position > last) last = position;
+    onAppend?.();
   };
   const tracked = Object.create(store) as S & { lastAppended(): bigint | null };
   tracked.append = async (streamId, events, expected) => {

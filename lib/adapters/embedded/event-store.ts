@@ -28,6 +28,8 @@ export interface SqliteEventStore extends EventStore {
   headPosition(): number;
   /** Resolves when an event is appended in this process, or after `ms` (other processes). */
   waitForAppend(ms: number): Promise<void>;
+  /** Another process says it appended: whoever waits for an append reads now, not at the next poll. */
+  appendedElsewhere(): void;
   /** For /readyz: rejects with `unavailable` when the file cannot take a write (read-only, I/O error, disk full). */
   probeWritable(): Promise<void>;
   stats(): GroupCommitStats;
@@ -84,6 +86,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): Sqlite
     subscribeAll: (after, handler) => followAll(file, statements, appended, parsePosition(after), pollIntervalMs, handler),
     ...checkpoints(file, statements),
     waitForAppend: appended.wait,
+    appendedElsewhere: appended.notify,
     probeWritable: async () => probeWritable(file, db, now),
     stats: commits.stats,
     async close() {

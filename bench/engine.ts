@@ -1,0 +1,244 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { resolveFfmpegPaths } from '../lib/adapters/ffmpeg/binaries';
+import { compare, type LoadResult } from './load';
+import { admin, freePort, ROOT, startBaseline, stop, type Started } from './processes';
+
+/**
+ * (f) The engine as users run it: `npm start` (dist/bin/serve.js: the APIs, and the worker with
+ * processors and projector), every job really processed (a 3 s WAV from a media server on
+ * loopback, in its own process). Figures:
+ * - stale reads: DELETE→GET pairs and stopped→project reads, while another drive's client
+ *   accepts imports at a steady rate (BENCH_BUSY_RATE, 200/s);
+ * - projection lag p50 and p99 per read model, from the service's own /metrics histogram;
+ * - overdraw: runs of 200 concurrent imports on a 150-second balance (BENCH_OVERDRAW_RUNS);
+ * - imports finished per second, end to end, against ffprobe of the same file two at a time;
+ * - accept with the processors saturated, against bare Koa, in turns.
+ */
+
+const exec = promisify(execFile);
+const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+
+export type EngineFigures = {
+  pairs: number;
+  staleAfterDelete: number;
+  stops: number;
+  staleAfterStop: number;
+  lag: Record<string, { p50: number; p99: number }>;
+  overdraw: { runs: number; overdrawn: number; mismatched: number; maxUsed: number };
+  imports: { count: number; perSecond: number; ffprobePerSecond: number };
+  accept: { service: LoadResult; bare: LoadResult };
+};
+
+const MEDIA_SERVER = `
+const http = require('node:http'); const fs = require('node:fs');
+const file = fs.readFileSync(process.argv[1]);
+const server = http.createServer((req, res) => { res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': file.length }); res.end(file); });
+server.keepAliveTimeout = 30000;
+server.listen(0, '127.0.0.1', () => process.stdout.write('ready ' + server.address().port + '\\n'));
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
+`;
+
+export async function measureEngine(options: { connections: number; warmupSeconds: number; seconds: number; rounds: number }) {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-engine-'));
+  const started: Started[] = [];
+  try {
+    const wav = join(dir, 'three.wav');
+    await exec(resolveFfmpegPaths().ffmpeg, ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=3', '-ar', '16000', wav]);
+    const media = await startChild('media server', ['-e', MEDIA_SERVER, wav]);
+    started.push(media);
+    const env = { DATA_DIR: join(dir, 'data'), OUTBOUND_ALLOWLIST: '127.0.0.1', RATE_LIMIT_PER_MINUTE: '1000000000', LOG_LEVEL: 'warn' };
+    const svc = await startServe(env, join(dir, 'serve.log'));
+    started.push(svc);
+    const api = client(svc.url);
+    const importBody = (name: string) => ({ project_name: name, add_media: { 'three.wav': { url: `${media.url}/three.wav` } } });
+
+    const imports = await importsPerSecond(api, env, importBody, wav);
+    const busy = await admin(env, 'drive', 'create', '--name', 'Busy');
+    const stopBusy = steadyLoad(api(busy.token), num('BENCH_BUSY_RATE', 200), (i) => importBody(`Busy ${i}`));
+    const me = await admin(env, 'drive', 'create', '--name', 'Reader');
+    const [pairs, stops] = await Promise.all([
+      deleteThenGet(api(me.token), num('BENCH_RYW_PAIRS', 1000)),
+      stoppedThenProject(api(me.token), num('BENCH_RYW_STOPS', 1000), importBody),
+    ]);
+    await stopBusy();
+    const lag = lagOf(await (await fetch(`${svc.url}/metrics`)).text());
+    const overdraw = await overdrawRuns(api, env, num('BENCH_OVERDRAW_RUNS', 20), importBody);
+
+    const bare = await startBaseline();
+    started.push(bare);
+    const acceptDrive = await admin(env, 'drive', 'create', '--name', 'Accept');
+    const body = JSON.stringify(importBody('Accept'));
+    const post = { ...options, method: 'POST' as const, expect: 201, body, headers: { authorization: `Bearer ${acceptDrive.token}` } };
+    const [bareResult, serviceResult] = await compare(
+      [
+        { ...post, url: `${bare.url}/post` },
+        { ...post, url: `${svc.url}/v1/jobs/import/project_media` },
+      ],
+      options.rounds,
+    );
+    return {
+      ...pairs,
+      ...stops,
+      lag,
+      overdraw,
+      imports,
+      accept: { service: serviceResult, bare: bareResult },
+    } satisfies EngineFigures;
+  } finally {
+    for (const s of started.reverse()) await stop(s);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+type Api = ReturnType<ReturnType<typeof client>>;
+
+const client = (base: string) => (token: string) => {
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  const json = async (res: Response) => (await res.json()) as Record<string, any>;
+  return {
+    post: async (path: string, body: unknown) =>
+      json(await fetch(`${base}/v1${path}`, { method: 'POST', headers, body: JSON.stringify(body) })),
+    get: async (path: string) => json(await fetch(`${base}/v1${path}`, { headers })),
+    delete: async (path: string) => (await fetch(`${base}/v1${path}`, { method: 'DELETE', headers })).status,
+  };
+};
+
+async function untilStopped(api: Api, jobId: string): Promise<Record<string, any>> {
+  for (;;) {
+    const job = await api.get(`/jobs/${jobId}`);
+    if (job.job_state === 'stopped' || job.job_state === 'cancelled') return job;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** 300 one-file imports of a 3 s WAV, from the first POST to the last stopped, against ffprobe of the file two at a time. */
+async function importsPerSecond(api: (token: string) => Api, env: Record<string, string>, body: (n: string) => unknown, wav: string) {
+  const count = num('BENCH_IMPORTS', 300);
+  const { token } = await admin(env, 'drive', 'create', '--name', 'Imports');
+  const a = api(token);
+  const t0 = performance.now();
+  const jobs = await Promise.all(
+    Array.from({ length: count }, async (_, i) => (await a.post('/jobs/import/project_media', body(`Import ${i}`))).job_id as string),
+  );
+  await Promise.all(jobs.map((id) => untilStopped(a, id)));
+  const perSecond = count / ((performance.now() - t0) / 1000);
+  const ffprobe = resolveFfmpegPaths().ffprobe;
+  const t1 = performance.now();
+  let next = 0;
+  await Promise.all(
+    [0, 1].map(async () => {
+      while (next++ < count) await exec(ffprobe, ['-v', 'error', '-show_format', '-show_streams', '-of', 'json', wav]);
+    }),
+  );
+  return { count, perSecond, ffprobePerSecond: count / ((performance.now() - t1) / 1000) };
+}
+
+/** Imports at `perSecond`, fire and forget, until stopped. */
+function steadyLoad(api: Api, perSecond: number, body: (i: number) => unknown) {
+  let i = 0;
+  const timer = setInterval(() => {
+    for (let k = 0; k < perSecond / 20; k++) void api.post('/jobs/import/project_media', body(i++)).catch(() => undefined);
+  }, 50);
+  return async () => clearInterval(timer);
+}
+
+async function deleteThenGet(api: Api, pairs: number) {
+  let stale = 0;
+  for (let i = 0; i < pairs; i++) {
+    const { job_id } = await api.post('/jobs/import/project_media', {
+      project_name: `Waiting ${i}`,
+      add_media: { 'later.wav': { content_type: 'audio/wav', file_size: 1000 } },
+    });
+    await api.delete(`/jobs/${job_id}`);
+    if ((await api.get(`/jobs/${job_id}`)).job_state !== 'cancelled') stale++;
+  }
+  return { pairs, staleAfterDelete: stale };
+}
+
+/** Jobs polled by 20 clients until stopped; each stop followed at once by a read of its project. */
+async function stoppedThenProject(api: Api, stops: number, body: (n: string) => unknown) {
+  let stale = 0;
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 20 }, async () => {
+      while (next++ < stops) {
+        const { job_id, project_id } = await api.post('/jobs/import/project_media', body(`Stopped ${next}`));
+        const job = await untilStopped(api, job_id);
+        const project = await api.get(`/projects/${project_id}`);
+        const imported = job.result?.media_status?.['three.wav']?.status === 'success';
+        if (imported && project.media_files?.['three.wav']?.type !== 'audio') stale++;
+      }
+    }),
+  );
+  return { stops, staleAfterStop: stale };
+}
+
+async function overdrawRuns(api: (token: string) => Api, env: Record<string, string>, runs: number, body: (n: string) => unknown) {
+  let overdrawn = 0;
+  let mismatched = 0;
+  let maxUsed = 0;
+  for (let run = 0; run < runs; run++) {
+    const drive = await admin(env, 'drive', 'create', '--name', `Overdraw ${run}`, '--media-seconds', '150');
+    const a = api(drive.token);
+    const jobs = await Promise.all(
+      Array.from({ length: 200 }, async (_, i) => (await a.post('/jobs/import/project_media', body(`O ${i}`))).job_id),
+    );
+    const done = await Promise.all(jobs.map((id: string) => untilStopped(a, id)));
+    const used = done.reduce((n, j) => n + (j.result?.media_seconds_used ?? 0), 0);
+    const shown = (await admin(env, 'drive', 'show', '--drive', drive.drive_id)) as unknown as {
+      balances: { media_seconds: Record<string, number> };
+    };
+    const b = shown.balances.media_seconds;
+    if (b.left < 0 || used > 150 + 1e-6) overdrawn++;
+    if (Math.abs(b.used - used) > 1e-6 || b.reserved !== 0) mismatched++;
+    maxUsed = Math.max(maxUsed, used);
+  }
+  return { runs, overdrawn, mismatched, maxUsed };
+}
+
+/** p50 and p99 per read model from `projection_lag_seconds` buckets (the upper bound of the bucket holding the quantile). */
+function lagOf(metrics: string) {
+  const buckets = new Map<string, [number, number][]>();
+  for (const m of metrics.matchAll(/^projection_lag_seconds_bucket\{le="([^"]+)",read_model="([^"]+)"\} (\d+)/gm)) {
+    const list = buckets.get(m[2]) ?? [];
+    list.push([m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[3])]);
+    buckets.set(m[2], list);
+  }
+  const quantile = (list: [number, number][], q: number) => {
+    const total = list[list.length - 1][1];
+    return list.find(([, n]) => n >= q * total)?.[0] ?? Infinity;
+  };
+  return Object.fromEntries([...buckets].map(([model, list]) => [model, { p50: quantile(list, 0.5), p99: quantile(list, 0.99) }]));
+}
+
+async function startChild(name: string, args: string[]): Promise<Started> {
+  const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.once('data', (d: Buffer) => resolve(Number(/ready (\d+)/.exec(String(d))![1])));
+    child.once('exit', (code) => reject(new Error(`${name} exited with ${code}`)));
+  });
+  return { name, url: `http://127.0.0.1:${port}`, child };
+}
+
+/** `npm start` as built: dist/bin/serve.js, ready when /readyz answers (the worker consumes). */
+async function startServe(env: Record<string, string>, logFile: string): Promise<Started> {
+  const port = await freePort();
+  const log = openSync(logFile, 'a');
+  const child = spawn(process.execPath, [join(ROOT, 'dist', 'bin', 'serve.js')], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port) },
+    stdio: ['ignore', log, log],
+  });
+  closeSync(log);
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 600; i++) {
+    if ((await fetch(`${url}/readyz`).catch(() => null))?.ok) return { name: 'serve', url, child };
+    if (child.exitCode !== null) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`serve did not get ready:\n${readFileSync(logFile, 'utf8').slice(-3000)}`);
+}
