@@ -96,9 +96,18 @@ export async function measureEngine(options: { connections: number; warmupSecond
 
 type Api = ReturnType<ReturnType<typeof client>>;
 
+/** The fields of the API's answers this load client reads (jobs, imports, projects). */
+type Answer = {
+  readonly job_id: string;
+  readonly project_id: string;
+  readonly job_state?: string;
+  readonly result?: { readonly media_seconds_used?: number; readonly media_status?: Record<string, { readonly status: string }> };
+  readonly media_files?: Record<string, { readonly type: string }>;
+};
+
 const client = (base: string) => (token: string) => {
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-  const json = async (res: Response) => (await res.json()) as Record<string, any>;
+  const json = async (res: Response) => (await res.json()) as Answer;
   return {
     post: async (path: string, body: unknown) =>
       json(await fetch(`${base}/v1${path}`, { method: 'POST', headers, body: JSON.stringify(body) })),
@@ -107,7 +116,7 @@ const client = (base: string) => (token: string) => {
   };
 };
 
-async function untilStopped(api: Api, jobId: string): Promise<Record<string, any>> {
+async function untilStopped(api: Api, jobId: string): Promise<Answer> {
   for (;;) {
     const job = await api.get(`/jobs/${jobId}`);
     if (job.job_state === 'stopped' || job.job_state === 'cancelled') return job;
