@@ -63,7 +63,8 @@ runService('serve', async (config, logger) => {
   });
   const queryApp = createQueryApp({
     ...shared,
-    ...queryDeps(config, readSide, store, metrics),
+    // The tracked store: the partner import page writes through it too.
+    ...queryDeps(config, readSide, commandStore, metrics),
     consistency: { role: 'read', hooks },
   });
   const server = createHttpServer(routeByMethod(commandApp, queryApp));

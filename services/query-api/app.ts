@@ -48,6 +48,7 @@ export function createApp(deps: QueryApiDeps): HttpApp {
     blobs: deps.blobs,
     webUrl: deps.webUrl,
     logger: deps.logger,
+    consistency: deps.consistency?.hooks,
     imports: {
       store: deps.store,
       clock: deps.clock,

@@ -108,6 +108,21 @@ describe('read-your-writes (HTTP, embedded adapters)', function () {
     assert.deepEqual(gaps, []);
   });
 
+  it('the project page right after DELETE shows the job cancelled, every time', async () => {
+    const stale: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const created = await h.http
+        .post('/v1/jobs/import/project_media')
+        .set(h.auth())
+        .send(waitingImport(`Paged ${i}`));
+      assert.equal((await h.http.get(`/${created.body.project_id}`).set(h.auth())).status, 200);
+      assert.equal((await h.http.delete(`/v1/jobs/${created.body.job_id}`).set(h.auth())).status, 204);
+      const page = await h.http.get(`/${created.body.project_id}`).set(h.auth());
+      if (!page.text.includes('cancelled')) stale.push(i);
+    }
+    assert.deepEqual(stale, []);
+  });
+
   it('another token of the drive does not wait for writes it did not make', async () => {
     const other = await h.newToken();
     const created = await h.http.post('/v1/jobs/import/project_media').set(h.auth()).send(waitingImport('Not mine'));

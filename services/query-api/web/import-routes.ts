@@ -20,6 +20,8 @@ export type PageHelpers = {
   redirect: (ctx: Context, location: string) => null;
   /** The form of a POST, refused when another site's page posted it (as the login form is). */
   readPostedForm: (ctx: Context) => Promise<URLSearchParams>;
+  /** Notes the token's write (read-your-writes): the page it goes to next reflects it. */
+  wrote: (tokenId: string) => void;
 };
 
 /**
@@ -29,7 +31,11 @@ export type PageHelpers = {
  * shows no project; a nonce that names no link is a 404 page. Signing in comes first, so a
  * stranger learns nothing of a link.
  */
-export function mountImportPage(router: Router, imports: UrlImportDeps, { page, signedIn, redirect, readPostedForm }: PageHelpers): void {
+export function mountImportPage(
+  router: Router,
+  imports: UrlImportDeps,
+  { page, signedIn, redirect, readPostedForm, wrote }: PageHelpers,
+): void {
   const back = (nonce: string) => `/import?nonce=${encodeURIComponent(nonce)}`;
   router.get(
     '/import',
@@ -56,6 +62,7 @@ export function mountImportPage(router: Router, imports: UrlImportDeps, { page, 
       state.auth = who;
       try {
         const started = await useImportLink(imports, who, nonce, state.requestId ?? '');
+        wrote(who.tokenId);
         state.log?.info({ project_id: started.project_id, job_id: started.job_id }, 'import link used');
         return redirect(ctx, started.project_url);
       } catch (err) {

@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import type { UrlImportDeps } from '../../../lib/app/import';
+import type { ReadYourWrites } from '../../../lib/app/consistency';
 import type { Authenticate, Principal } from '../../../lib/app/tenancy';
 import { AppError, forbidden, notFound } from '../../../lib/domain/errors';
 import { isUuid } from '../../../lib/domain/ids';
@@ -34,6 +35,8 @@ export type WebRoutesDeps = {
   maxFormBytes?: number;
   /** What the partner import page writes with (the event store, balances); without it there is no such page. */
   imports?: UrlImportDeps;
+  /** Read-your-writes: a page waits for the signed-in token's writes, and the import page notes its own. */
+  consistency?: ReadYourWrites;
 };
 
 /** First path segments that belong to the API mounted after this router, never to a page. */
@@ -135,6 +138,7 @@ export function createWebRoutes(deps: WebRoutesDeps): Router {
         refuseForeignOrigin(ctx, web.origin);
         return readFormClosingOnError(ctx, limitBytes);
       },
+      wrote: (tokenId) => deps.consistency?.afterWrite(tokenId),
     });
   }
 
@@ -143,6 +147,8 @@ export function createWebRoutes(deps: WebRoutesDeps): Router {
     if (!who) return null;
     // For the access log, as the API's guard records it.
     (ctx.state as Partial<ApiState>).auth = who;
+    const waiting = deps.consistency?.beforeRead(who.tokenId);
+    if (waiting) await waiting;
     return renderProject(deps, who, ctx.params.project_id, ctx.params.short_id);
   });
   // Only a project id makes a page: every other path (`/v1/...` in any case, `/metrics` on a service
