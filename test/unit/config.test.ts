@@ -13,7 +13,7 @@ describe('configuration from the environment', () => {
   });
 
   it('sizes each job type pool, defaults sized for two cores, and still reads PROCESSOR_CONCURRENCY for imports', () => {
-    assert.deepEqual(loadConfig({}).concurrency, { import: 4, agent: 4, publish: 1 });
+    assert.deepEqual(loadConfig({}).concurrency, { import: 8, agent: 4, publish: 1 });
     assert.deepEqual(loadConfig({ IMPORT_CONCURRENCY: '6', AGENT_CONCURRENCY: '8', PUBLISH_CONCURRENCY: '2' }).concurrency, {
       import: 6,
       agent: 8,
