@@ -7,7 +7,7 @@ import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store'
 import { kafkaSuite } from '../fixtures/kafka';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
-import { admin, apiClient, buildOnce, startService, type ServiceProcess } from '../fixtures/service-process';
+import { admin, apiClient, buildOnce, staleReadsAfterWrites, startService, type ServiceProcess } from '../fixtures/service-process';
 import { waitFor } from '../fixtures/wait';
 import { startWebhookReceiver } from '../fixtures/webhook-receiver';
 
@@ -171,21 +171,7 @@ describe('e2e: distributed mode, Kafka as the log', function () {
   });
 
   it('reads its writes through Kafka: DELETE then GET reads cancelled, POST then GET /projects lists the project, every time', async () => {
-    const stale: string[] = [];
-    for (let i = 0; i < 30; i++) {
-      const name = `Waiting ${i}`;
-      const created = await api.post('/jobs/import/project_media', {
-        project_name: name,
-        add_media: { 'later.wav': { content_type: 'audio/wav', file_size: 1000 } },
-      });
-      assert.equal(created.status, 201);
-      const { job_id, project_id } = (await created.json()) as { job_id: string; project_id: string };
-      const listed = (await (await api.get(`/projects?name=${encodeURIComponent(name)}`)).json()) as { data: { id: string }[] };
-      if (!listed.data.some((p) => p.id === project_id)) stale.push(`${i}: project not listed`);
-      assert.equal((await api.delete(`/jobs/${job_id}`)).status, 204);
-      const after = (await (await api.get(`/jobs/${job_id}`)).json()) as { job_state: string };
-      if (after.job_state !== 'cancelled') stale.push(`${i}: job ${after.job_state} after DELETE`);
-    }
+    const stale = await staleReadsAfterWrites(api, 30);
     assert.deepEqual(stale, []);
     // Each read waited for the projector's watermark, learnt from the relay's marks, never for the 2 s bound.
     const metrics = await (await fetch(`${svc.base}/metrics`)).text();

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
-import { admin, apiClient, buildOnce, startService, type ServiceProcess } from '../fixtures/service-process';
+import { admin, apiClient, buildOnce, staleReadsAfterWrites, startService, type ServiceProcess } from '../fixtures/service-process';
 import { waitFor } from '../fixtures/wait';
 
 /**
@@ -115,26 +115,9 @@ describe('e2e: read-your-writes in the all-in-one process', function () {
   it('DELETE then GET reads cancelled, and POST then GET /projects lists the project, under load, every time', async () => {
     const client = apiClient(svc, token);
     const stopLoad = backgroundLoad();
-    const stale: string[] = [];
+    let stale: string[];
     try {
-      for (let i = 0; i < 100; i++) {
-        const name = `Waiting ${i}`;
-        const created = await client.post('/jobs/import/project_media', {
-          project_name: name,
-          add_media: { 'later.wav': { content_type: 'audio/wav', file_size: 1000 } },
-        });
-        assert.equal(created.status, 201);
-        const { job_id, project_id } = (await created.json()) as { job_id: string; project_id: string };
-        const listed = (await (await client.get(`/projects?name=${encodeURIComponent(name)}`)).json()) as { data: { id: string }[] };
-        if (!listed.data.some((p) => p.id === project_id)) stale.push(`${i}: project not listed`);
-        assert.equal((await client.get(`/jobs/${job_id}`)).status, 200);
-        assert.equal(
-          (await fetch(`${svc.base}/v1/jobs/${job_id}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } })).status,
-          204,
-        );
-        const after = (await (await client.get(`/jobs/${job_id}`)).json()) as { job_state: string };
-        if (after.job_state !== 'cancelled') stale.push(`${i}: job ${after.job_state} after DELETE`);
-      }
+      stale = await staleReadsAfterWrites(client, 100);
     } finally {
       await stopLoad();
     }
