@@ -9,11 +9,10 @@ import {
   type BalanceState,
 } from '../domain/balance';
 import { streams } from '../domain/ids';
-import { mediaSecondsAllowance, type DriveState } from '../domain/tenancy';
+import { mediaSecondsAllowance, type DriveState, driveDecider } from '../domain/tenancy';
 import type { Clock, Ids } from '../ports/clock';
 import type { EventStore } from '../ports/event-store';
 import { handleCommand, loadState } from './command-handler';
-import { driveDecider } from './deciders';
 
 /**
  * The drives' balances, decided on their balance streams (lib/domain/balance.ts; why, in

@@ -1,11 +1,10 @@
 import { LRUCache } from 'lru-cache';
 import { AppError } from '../domain/errors';
 import { streams } from '../domain/ids';
-import { mediaSecondsAllowance } from '../domain/tenancy';
+import { mediaSecondsAllowance, driveDecider, tokenDecider } from '../domain/tenancy';
 import type { Clock } from '../ports/clock';
 import type { EventStore } from '../ports/event-store';
 import { loadState } from './command-handler';
-import { driveDecider, tokenDecider } from './deciders';
 import { hashToken, tokenIdOf, tokenMatches } from './tokens';
 
 export type Principal = {

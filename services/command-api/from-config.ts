@@ -3,7 +3,7 @@ import { openBlobStore, openSigningSecret, openUrlRefusal } from '../../lib/adap
 import { createLocalUploadStore } from '../../lib/adapters/local/upload-store';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { handleCommand, loadState } from '../../lib/app/command-handler';
-import { jobDecider } from '../../lib/app/deciders';
+import { jobDecider } from '../../lib/domain/job';
 import type { Config } from '../../lib/config';
 import { isRejection } from '../../lib/domain/errors';
 import { streams } from '../../lib/domain/ids';

@@ -1,5 +1,5 @@
 import { handleCommand, loadState } from '../../lib/app/command-handler';
-import { jobDecider } from '../../lib/app/deciders';
+import { jobDecider } from '../../lib/domain/job';
 import type { Principal } from '../../lib/app/tenancy';
 import { deliveryDecider } from '../../lib/domain/delivery';
 import { AppError, forbidden, notFound } from '../../lib/domain/errors';

@@ -1,5 +1,5 @@
 import { handleCommand, loadState } from '../../lib/app/command-handler';
-import { driveDecider } from '../../lib/app/deciders';
+import { driveDecider } from '../../lib/domain/tenancy';
 import type { Principal } from '../../lib/app/tenancy';
 import { forbidden, invalidInput } from '../../lib/domain/errors';
 import { streams } from '../../lib/domain/ids';

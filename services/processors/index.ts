@@ -1,8 +1,7 @@
 import type { Logger } from 'pino';
 import { loadState } from '../../lib/app/command-handler';
-import { jobDecider } from '../../lib/app/deciders';
 import { streams } from '../../lib/domain/ids';
-import { evolveJob, initialJobState, type JobEvent, type JobPool, type JobState, type JobType } from '../../lib/domain/job';
+import { evolveJob, initialJobState, type JobEvent, type JobPool, type JobState, type JobType, jobDecider } from '../../lib/domain/job';
 import type { EventLog, LogHandler, LogSubscription } from '../../lib/ports/event-log';
 import type { StoredEvent } from '../../lib/ports/event-store';
 import { releaseHeld, runJob, type RunnerDeps } from './job-runner';

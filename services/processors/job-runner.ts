@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { handleCommand, loadState, type HandleResult } from '../../lib/app/command-handler';
-import { jobDecider } from '../../lib/app/deciders';
+import { jobDecider } from '../../lib/domain/job';
 import { AppError } from '../../lib/domain/errors';
 import {
   CLAIM_HELD,

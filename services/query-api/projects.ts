@@ -1,10 +1,9 @@
 import type Router from '@koa/router';
 import type { Logger } from 'pino';
 import { handleCommand } from '../../lib/app/command-handler';
-import { projectDecider } from '../../lib/app/deciders';
 import type { Principal } from '../../lib/app/tenancy';
 import { streams } from '../../lib/domain/ids';
-import { VIEW_INTERVAL_MS } from '../../lib/domain/project';
+import { VIEW_INTERVAL_MS, projectDecider } from '../../lib/domain/project';
 import { findPage, type Direction } from '../../lib/http/cursor';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';

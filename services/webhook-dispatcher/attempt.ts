@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { handleCommand, loadState } from '../../lib/app/command-handler';
 import { positionValue } from '../../lib/app/consistency';
-import { driveDecider } from '../../lib/app/deciders';
+import { driveDecider } from '../../lib/domain/tenancy';
 import { foldDocument } from '../../lib/app/projection';
 import { signWebhook } from '../../lib/app/webhook-signature';
 import { deliveryDecider, NOT_CLAIMABLE, type DeliveryCommand, type RecordAttempt } from '../../lib/domain/delivery';

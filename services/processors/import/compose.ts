@@ -1,6 +1,6 @@
 import { v5 as uuidv5 } from 'uuid';
 import { handleCommand } from '../../../lib/app/command-handler';
-import { projectDecider } from '../../../lib/app/deciders';
+import { projectDecider } from '../../../lib/domain/project';
 import { compositionDecider } from '../../../lib/domain/composition';
 import type { Clip } from '../../../lib/domain/edl';
 import { streams } from '../../../lib/domain/ids';

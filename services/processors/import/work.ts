@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import { v5 as uuidv5 } from 'uuid';
 import { handleCommand, loadState } from '../../../lib/app/command-handler';
-import { jobDecider, projectDecider } from '../../../lib/app/deciders';
+import { jobDecider } from '../../../lib/domain/job';
+import { projectDecider } from '../../../lib/domain/project';
 import { AppError } from '../../../lib/domain/errors';
 import {
   isSequenceItem,
