@@ -1,8 +1,5 @@
 import type { Logger } from 'pino';
 import { v5 as uuidv5 } from 'uuid';
-import { handleCommand, loadState } from '../../../lib/app/command-handler';
-import { jobDecider } from '../../../lib/domain/job';
-import { projectDecider } from '../../../lib/domain/project';
 import { AppError } from '../../../lib/domain/errors';
 import {
   isSequenceItem,
@@ -15,9 +12,9 @@ import {
   type UploadItem,
   type UrlItem,
 } from '../../../lib/domain/import';
-import { projectUrl, streams } from '../../../lib/domain/ids';
+import { projectUrl } from '../../../lib/domain/ids';
 import type { UploadReceived } from '../../../lib/domain/job';
-import type { AddMedia, CompositionEntry, MediaFile, ProjectState } from '../../../lib/domain/project';
+import type { AddMedia, CompositionEntry, MediaFile, ProjectCommand, ProjectState } from '../../../lib/domain/project';
 import type { BlobStore } from '../../../lib/ports/blob-store';
 import type { Clock, Ids } from '../../../lib/ports/clock';
 import type { EventStore } from '../../../lib/ports/event-store';
@@ -27,6 +24,7 @@ import type { Transcriber } from '../../../lib/ports/transcriber';
 import type { UploadStore } from '../../../lib/ports/upload-store';
 import { createComposition, DEFAULT_SIZE, wholeClips } from './compose';
 import { download } from './fetch-media';
+import type { ProcessorHandlers } from '../handlers';
 import type { Job, JobContext, WorkOutcome } from '../job-runner';
 import { describeMedia, type FileOutcome, type Source } from './media-file';
 
@@ -48,6 +46,8 @@ export type ImportWorkDeps = {
   transcriber: Transcriber;
   /** Staged uploads, forgotten once the job has used them (the blobs stay). */
   uploads?: Pick<UploadStore, 'discard'>;
+  /** The engine's stream handlers, built once per store. */
+  on: ProcessorHandlers;
 };
 
 /** Shares of the job's progress: files (fetch or upload, probe, transcribe) then compositions. */
@@ -58,13 +58,11 @@ const PHASES = { fetching: [0, 0.4], probing: [0.4, 0.45], transcribing: [0.45, 
 export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promise<WorkOutcome> {
   const { job, signal } = ctx;
   const plan = normalizePlan(job.request);
-  const projectStream = streams.project(job.project_id);
   const metadata = { partition_key: job.project_id, drive_id: job.drive_id, causation_id: job.job_id };
-  const project = (c: Parameters<typeof projectDecider.decide>[0]) =>
-    handleCommand(deps.store, projectStream, projectDecider, c, { newId: deps.ids.uuidv7, metadata });
+  const project = (c: ProjectCommand) => deps.on.projects.handle(job.project_id, c, { newId: deps.ids.uuidv7, metadata });
   const now = () => deps.clock.now().toISOString();
 
-  const { state: before } = await loadState(deps.store, projectStream, projectDecider);
+  const { state: before } = await deps.on.projects.load(job.project_id);
   if (!before.exists) {
     return { result: { status: 'error', error_code: 'not_found', error_message: 'the project no longer exists' }, projectUrl: null };
   }
@@ -74,7 +72,7 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
     const spec = { name: before.project.name, clips: [], ...DEFAULT_SIZE };
     placeholder = (await createComposition(deps, ctx, before, `${job.job_id}#placeholder`, spec)).entry;
   }
-  const { state: jobState } = await loadState(deps.store, streams.job(job.job_id), jobDecider);
+  const { state: jobState } = await deps.on.jobs.load(job.job_id);
   const received = jobState.status === 'none' ? new Map() : jobState.uploads;
 
   // Maps: references are user-chosen names ("constructor" is one).
@@ -117,7 +115,7 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
   }
 
   await ctx.progress('composing', FILES_PERCENT);
-  let state = (await loadState(deps.store, projectStream, projectDecider)).state;
+  let state = (await deps.on.projects.load(job.project_id)).state;
   for (const [ref, item] of plan.media) {
     if (!isSequenceItem(item)) continue;
     const sequence = sequenceFile(state, ref, item.tracks, job.job_id);
@@ -169,12 +167,12 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
  * not take in, and bytes still staged. Only where no attempt of the job can still write: for a
  * job cancelled before any attempt claimed it, or by the attempt itself once its work stopped.
  */
-export async function discardUploads(deps: Pick<ImportWorkDeps, 'store' | 'blobs' | 'uploads'>, job: Job, log: Logger): Promise<void> {
+export async function discardUploads(deps: Pick<ImportWorkDeps, 'on' | 'blobs' | 'uploads'>, job: Job, log: Logger): Promise<void> {
   const uploads = uploadsOf(job.request);
   if (uploads.size === 0) return;
   const [{ state: jobState }, { state: project }] = await Promise.all([
-    loadState(deps.store, streams.job(job.job_id), jobDecider),
-    loadState(deps.store, streams.project(job.project_id), projectDecider),
+    deps.on.jobs.load(job.job_id),
+    deps.on.projects.load(job.project_id),
   ]);
   const inProject = new Set(project.exists ? [...project.media.values()].map((m) => m.blob_key) : []);
   const warn = (err: unknown) => log.warn({ err }, 'could not remove an upload of a cancelled job');
