@@ -6,7 +6,7 @@ import { idempotency } from '../../lib/http/idempotency';
 import { infoLine, type ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
 import { acceptImport, importsOn, type ImportDeps, type ImportRequest, type ImportResponse } from '../../lib/app/import';
-import { jobCommands } from './import';
+import { jobCommands } from './jobs';
 import { partnerRoute } from './partner';
 import { createUploadRoutes, type UploadRouteDeps } from './uploads';
 

@@ -7,7 +7,7 @@ import { jobDecider } from '../../lib/domain/job';
 import type { Clock, Ids } from '../../lib/ports/clock';
 import type { EventStore } from '../../lib/ports/event-store';
 
-/** DELETE /jobs/{job_id} and POST /jobs/{job_id}/deliveries; accepting an import is lib/app/import.ts. */
+/** Commands on a job that exists: DELETE /jobs/{job_id} (cancel) and POST /jobs/{job_id}/deliveries (redeliver its webhook). */
 
 export type JobCommandDeps = { store: EventStore; clock: Clock; ids: Ids };
 
