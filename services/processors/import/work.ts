@@ -56,74 +56,129 @@ const FILES_PERCENT = 90;
 const PHASES = { fetching: [0, 0.4], probing: [0.4, 0.45], transcribing: [0.45, 1] } as const;
 
 export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promise<WorkOutcome> {
-  const { job, signal } = ctx;
-  const plan = normalizePlan(job.request);
-  const metadata = { partition_key: job.project_id, drive_id: job.drive_id, causation_id: job.job_id };
-  const project = (c: ProjectCommand) => deps.on.projects.handle(job.project_id, c, { newId: deps.ids.uuidv7, metadata });
-  const now = () => deps.clock.now().toISOString();
-
-  const { state: before } = await deps.on.projects.load(job.project_id);
+  const plan = normalizePlan(ctx.job.request);
+  const { state: before } = await deps.on.projects.load(ctx.job.project_id);
   if (!before.exists) {
     return { result: { status: 'error', error_code: 'not_found', error_message: 'the project no longer exists' }, projectUrl: null };
   }
-  // Every project an import creates starts with an empty placeholder composition.
-  let placeholder: CompositionEntry | undefined = before.compositions.find((c) => c.origin === `${job.job_id}#placeholder`);
-  if (before.project.job_id === job.job_id && !placeholder) {
-    const spec = { name: before.project.name, clips: [], ...DEFAULT_SIZE };
-    placeholder = (await createComposition(deps, ctx, before, `${job.job_id}#placeholder`, spec)).entry;
-  }
-  const { state: jobState } = await deps.on.jobs.load(job.job_id);
-  const received = jobState.status === 'none' ? new Map() : jobState.uploads;
-
+  const placeholder = await placeholderOf(deps, ctx, before);
   // Maps: references are user-chosen names ("constructor" is one).
   const mediaStatus = new Map<string, MediaStatus>();
+  const secondsUsed = await importFiles(deps, ctx, plan, before, mediaStatus);
+  await ctx.progress('composing', FILES_PERCENT);
+  const state = await addSequences(deps, ctx, plan, mediaStatus);
+  const created = await createCompositions(deps, ctx, plan, state);
+  await discardStaged(deps, ctx, plan);
+  return workOutcome(deps, ctx.job, { mediaStatus, secondsUsed, created, placeholder });
+}
+
+type Plan = ReturnType<typeof normalizePlan>;
+type Project = Extract<ProjectState, { exists: true }>;
+
+/** Every project an import creates starts with an empty placeholder composition. */
+async function placeholderOf(deps: ImportWorkDeps, ctx: JobContext, before: Project): Promise<CompositionEntry | undefined> {
+  const origin = `${ctx.job.job_id}#placeholder`;
+  const made = before.compositions.find((c) => c.origin === origin);
+  if (made || before.project.job_id !== ctx.job.job_id) return made;
+  const spec = { name: before.project.name, clips: [], ...DEFAULT_SIZE };
+  return (await createComposition(deps, ctx, before, origin, spec)).entry;
+}
+
+/** Each URL or upload item in turn, its status into `mediaStatus`; resolves the seconds imported. */
+async function importFiles(
+  deps: ImportWorkDeps,
+  ctx: JobContext,
+  plan: Plan,
+  before: Project,
+  mediaStatus: Map<string, MediaStatus>,
+): Promise<number> {
+  const { state: jobState } = await deps.on.jobs.load(ctx.job.job_id);
+  const received = jobState.status === 'none' ? new Map() : jobState.uploads;
   const files = plan.media.filter((e): e is readonly [string, UrlItem | UploadItem] => !isSequenceItem(e[1]));
   let secondsUsed = 0;
-
   for (const [index, [ref, item]] of files.entries()) {
-    const earlier = before.media.get(ref);
-    const done = earlier?.job_id === job.job_id ? earlier : undefined; // imported by an earlier attempt
     const report = (label: string, fraction: number) =>
       void ctx.progress(`${label} ${ref}`, ((index + fraction) / files.length) * FILES_PERCENT).catch(() => undefined);
-    const outcome: FileOutcome | { error_message: string } = done
-      ? { file: { ...done, project_id: job.project_id } }
-      : await importFile(deps, ctx, ref, item, received, report).catch((err: unknown) => failure(err, signal));
-    if ('error_message' in outcome) {
-      mediaStatus.set(ref, { status: 'failed', error_message: outcome.error_message });
-      ctx.log.warn({ ref, reason: outcome.error_message }, 'media file failed');
-      continue;
-    }
-    const { file } = outcome;
-    const seconds = file.duration_seconds ?? 0;
-    if (!done) {
-      // The file's seconds are set aside before it joins the project (a retried attempt finds its reservation still open).
-      const reserved = await ctx.reserve('media_seconds', ref, seconds).then(() => null, paymentRefusal);
-      const added = reserved ?? (await project({ type: 'AddMedia', file, transcript: outcome.transcript, now: now() }).catch(refusal));
-      if ('error_message' in added) {
-        if (!reserved) await ctx.release('media_seconds', ref, added.error_message);
-        await deps.blobs.delete(file.blob_key!).catch(() => undefined);
-        mediaStatus.set(ref, { status: 'failed', error_message: added.error_message });
-        continue;
-      }
-    }
-    // Also for a file an earlier attempt imported: a crash may have come before its settlement or its charge.
-    await ctx.settle('media_seconds', ref, seconds);
-    await ctx.charge(ref, seconds);
-    secondsUsed += seconds;
-    mediaStatus.set(ref, { status: 'success', duration_seconds: seconds });
-    ctx.log.info({ ref, seconds, bytes: file.size_bytes, words: outcome.transcript?.word_count }, 'media file imported');
+    const status = await importOne(deps, ctx, { ref, item, before, received, report });
+    mediaStatus.set(ref, status);
+    if (status.status === 'success') secondsUsed += status.duration_seconds;
   }
+  return secondsUsed;
+}
 
-  await ctx.progress('composing', FILES_PERCENT);
-  let state = (await deps.on.projects.load(job.project_id)).state;
+/**
+ * One file: fetched (or found uploaded), or found imported by an earlier attempt; its seconds
+ * reserved and the file added to the project; then settled and charged.
+ */
+async function importOne(
+  deps: ImportWorkDeps,
+  ctx: JobContext,
+  one: {
+    ref: string;
+    item: UrlItem | UploadItem;
+    before: Project;
+    received: ReadonlyMap<string, UploadReceived['data']>;
+    report: (label: string, fraction: number) => void;
+  },
+): Promise<MediaStatus> {
+  const { ref } = one;
+  const earlier = one.before.media.get(ref);
+  const done = earlier?.job_id === ctx.job.job_id ? earlier : undefined; // imported by an earlier attempt
+  const outcome: FileOutcome | { error_message: string } = done
+    ? { file: { ...done, project_id: ctx.job.project_id } }
+    : await importFile(deps, ctx, ref, one.item, one.received, one.report).catch((err: unknown) => failure(err, ctx.signal));
+  if ('error_message' in outcome) {
+    ctx.log.warn({ ref, reason: outcome.error_message }, 'media file failed');
+    return { status: 'failed', error_message: outcome.error_message };
+  }
+  const seconds = outcome.file.duration_seconds ?? 0;
+  if (!done) {
+    const refused = await reserveAndAdd(deps, ctx, ref, outcome, seconds);
+    if (refused) return { status: 'failed', error_message: refused.error_message };
+  }
+  // Also for a file an earlier attempt imported: a crash may have come before its settlement or its charge.
+  await ctx.settle('media_seconds', ref, seconds);
+  await ctx.charge(ref, seconds);
+  ctx.log.info({ ref, seconds, bytes: outcome.file.size_bytes, words: outcome.transcript?.word_count }, 'media file imported');
+  return { status: 'success', duration_seconds: seconds };
+}
+
+/**
+ * The file's seconds are set aside before it joins the project (a retried attempt finds its
+ * reservation still open); if the project refuses it, they are released and its blob goes.
+ * Resolves the refusal, or null once the file is in the project.
+ */
+async function reserveAndAdd(
+  deps: ImportWorkDeps,
+  ctx: JobContext,
+  ref: string,
+  { file, transcript }: FileOutcome,
+  seconds: number,
+): Promise<{ error_message: string } | null> {
+  const reserved = await ctx.reserve('media_seconds', ref, seconds).then(() => null, paymentRefusal);
+  const added = reserved ?? (await onProject(deps, ctx, { type: 'AddMedia', file, transcript, now: now(deps) }).catch(refusal));
+  if (!('error_message' in added)) return null;
+  if (!reserved) await ctx.release('media_seconds', ref, added.error_message);
+  await deps.blobs.delete(file.blob_key!).catch(() => undefined);
+  return added;
+}
+
+/** Sequences, once their tracks' files are in: each is media of the project. Resolves the project as it then is. */
+async function addSequences(
+  deps: ImportWorkDeps,
+  ctx: JobContext,
+  plan: Plan,
+  mediaStatus: Map<string, MediaStatus>,
+): Promise<ProjectState> {
+  let state = (await deps.on.projects.load(ctx.job.project_id)).state;
   for (const [ref, item] of plan.media) {
     if (!isSequenceItem(item)) continue;
-    const sequence = sequenceFile(state, ref, item.tracks, job.job_id);
+    const sequence = sequenceFile(state, ref, item.tracks, ctx.job.job_id);
     if ('error_message' in sequence) {
       mediaStatus.set(ref, { status: 'failed', error_message: sequence.error_message });
       continue;
     }
-    const added = await project({ type: 'AddMedia', file: sequence, now: now() }).catch((err: unknown) => refusal(err));
+    const added = await onProject(deps, ctx, { type: 'AddMedia', file: sequence, now: now(deps) }).catch((err: unknown) => refusal(err));
     if ('error_message' in added) {
       mediaStatus.set(ref, { status: 'failed', error_message: added.error_message });
       continue;
@@ -131,36 +186,60 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
     state = added.state;
     mediaStatus.set(ref, { status: 'success', duration_seconds: sequence.duration_seconds ?? 0 });
   }
+  return state;
+}
 
+/** The compositions the request asked for, of the media that imported. */
+async function createCompositions(deps: ImportWorkDeps, ctx: JobContext, plan: Plan, project: ProjectState): Promise<CompositionEntry[]> {
   const created: CompositionEntry[] = [];
+  let state = project;
   for (const [i, c] of plan.compositions.entries()) {
     if (!state.exists) break;
     const clips = wholeClips(state, c.clips);
     if (c.clips.length > 0 && clips.length === 0) continue; // every clip's media failed
-    const made = await createComposition(deps, ctx, state, `${job.job_id}#${i}`, { ...c, clips });
+    const made = await createComposition(deps, ctx, state, `${ctx.job.job_id}#${i}`, { ...c, clips });
     state = made.project;
     created.push(made.entry);
   }
+  return created;
+}
 
+/** The staged bytes of the job's uploads, now in blobs or failed. */
+async function discardStaged(deps: ImportWorkDeps, ctx: JobContext, plan: Plan): Promise<void> {
   for (const upload of uploadsOf(plan).values()) {
     await deps.uploads?.discard(upload.asset_id).catch((err: unknown) => ctx.log.warn({ err }, 'could not remove a staged upload'));
   }
+}
 
-  const statuses = [...mediaStatus.values()];
+function workOutcome(
+  deps: ImportWorkDeps,
+  job: Job,
+  done: { mediaStatus: Map<string, MediaStatus>; secondsUsed: number; created: CompositionEntry[]; placeholder?: CompositionEntry },
+): WorkOutcome {
+  const statuses = [...done.mediaStatus.values()];
   const ok = statuses.filter((s) => s.status === 'success').length;
   const status = ok === statuses.length ? 'success' : ok === 0 ? 'error' : 'partial';
   const result: ImportResult = {
     status,
     // fromEntries defines own properties, so even "__proto__" stays an ordinary key.
-    media_status: Object.fromEntries(mediaStatus),
-    media_seconds_used: Math.round(secondsUsed * 1000) / 1000,
-    created_compositions: created.map((c) => ({ id: c.composition_id, name: c.name })),
+    media_status: Object.fromEntries(done.mediaStatus),
+    media_seconds_used: Math.round(done.secondsUsed * 1000) / 1000,
+    created_compositions: done.created.map((c) => ({ id: c.composition_id, name: c.name })),
     ...(status === 'error' ? { error_code: 'import_failed', error_message: 'no media file could be imported; see media_status' } : {}),
   };
   // The first composition the request asked for, else the placeholder this import made.
-  const shown = created[0] ?? placeholder;
+  const shown = done.created[0] ?? done.placeholder;
   return { result, projectUrl: shown ? projectUrl(deps.webUrl, job.project_id, shown.short_id) : null };
 }
+
+const now = (deps: ImportWorkDeps) => deps.clock.now().toISOString();
+
+/** A command on the job's project, recorded as caused by the job. */
+const onProject = (deps: ImportWorkDeps, ctx: JobContext, command: ProjectCommand) =>
+  deps.on.projects.handle(ctx.job.project_id, command, {
+    newId: deps.ids.uuidv7,
+    metadata: { partition_key: ctx.job.project_id, drive_id: ctx.job.drive_id, causation_id: ctx.job.job_id },
+  });
 
 /**
  * What a cancelled import leaves of its uploads goes: files that arrived and that its project did
