@@ -1,4 +1,4 @@
-import { commandHandler, type HandlerOf } from '../../lib/app/command-handler';
+import { commandHandler } from '../../lib/app/command-handler';
 import { compositionDecider } from '../../lib/domain/composition';
 import { streams } from '../../lib/domain/ids';
 import { jobDecider } from '../../lib/domain/job';
@@ -6,14 +6,10 @@ import { projectDecider } from '../../lib/domain/project';
 import type { EventStore } from '../../lib/ports/event-store';
 
 /** The handlers of the streams the processors read and write: built once per store, in `start`. */
-export type ProcessorHandlers = {
-  readonly jobs: HandlerOf<typeof jobDecider>;
-  readonly projects: HandlerOf<typeof projectDecider>;
-  readonly compositions: HandlerOf<typeof compositionDecider>;
-};
-
-export const processorHandlers = (store: EventStore): ProcessorHandlers => ({
+export const processorHandlers = (store: EventStore) => ({
   jobs: commandHandler(store, jobDecider, streams.job),
   projects: commandHandler(store, projectDecider, streams.project),
   compositions: commandHandler(store, compositionDecider, streams.composition),
 });
+
+export type ProcessorHandlers = ReturnType<typeof processorHandlers>;

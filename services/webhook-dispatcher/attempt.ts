@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { commandHandler, type HandlerOf } from '../../lib/app/command-handler';
+import { commandHandler } from '../../lib/app/command-handler';
 import { positionValue } from '../../lib/app/consistency';
 import { driveDecider } from '../../lib/domain/tenancy';
 import { foldDocument } from '../../lib/app/projection';
@@ -33,17 +33,13 @@ export type Dispatching = {
   readonly on: DispatchHandlers;
 };
 
-export type DispatchHandlers = {
-  readonly jobs: HandlerOf<typeof jobDecider>;
-  readonly deliveries: HandlerOf<typeof deliveryDecider>;
-  readonly drives: HandlerOf<typeof driveDecider>;
-};
-
-export const handlersOf = (store: EventStore): DispatchHandlers => ({
+export const handlersOf = (store: EventStore) => ({
   jobs: commandHandler(store, jobDecider, streams.job),
   deliveries: commandHandler(store, deliveryDecider, streams.delivery),
   drives: commandHandler(store, driveDecider, streams.drive),
 });
+
+export type DispatchHandlers = ReturnType<typeof handlersOf>;
 
 /** A due delivery as the `deliveries` read model names it. */
 export type DueDelivery = { readonly jobId: string; readonly driveId: string; readonly projectId: string };
