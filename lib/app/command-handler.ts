@@ -40,7 +40,6 @@ export type HandleOptions<S> = {
 
 /** One stream kind's commands on one store, addressed by the id in the stream's name. */
 export interface CommandHandler<C, E extends { type: string; data: object }, S> {
-  readonly decider: Decider<C, E, S>;
   /** Read, fold, decide, append with the expected revision; a conflict reads and decides again. */
   handle(id: string, command: C, options: HandleOptions<S>): Promise<HandleResult<E, S>>;
   /** Reads and folds the stream without deciding anything. */
@@ -70,7 +69,6 @@ export function commandHandler<C, E extends { type: string; data: object }, S>(
 ): CommandHandler<C, E, S> {
   const folds = new LRUCache<string, Folded>({ max: KEPT_FOLDS });
   return {
-    decider,
     handle: (id, command, options) => decideAndAppend(store, streamOf(id), decider, command, options, folds),
     load: (id) => readFolded(store, streamOf(id), decider, folds),
   };
