@@ -1,11 +1,10 @@
 import { AppError } from '../domain/errors';
 import { streams } from '../domain/ids';
-import { DEFAULT_SETTINGS, type DriveSettings, type DriveUpdated } from '../domain/tenancy';
+import { DEFAULT_SETTINGS, type DriveSettings, type DriveUpdated, driveDecider, tokenDecider } from '../domain/tenancy';
 import type { Clock, Ids } from '../ports/clock';
 import type { EventStore } from '../ports/event-store';
 import { handleCommand, loadState } from './command-handler';
 import { createBalances } from './balances';
-import { driveDecider, tokenDecider } from './deciders';
 import { generateToken, generateWebhookSecret } from './tokens';
 
 /** Operator use cases behind `npm run admin` (DESIGN §6). They write to the event store only. */

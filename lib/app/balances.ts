@@ -9,11 +9,10 @@ import {
   type BalanceState,
 } from '../domain/balance';
 import { streams } from '../domain/ids';
-import { mediaSecondsAllowance, type DriveState } from '../domain/tenancy';
+import { mediaSecondsAllowance, type DriveState, driveDecider } from '../domain/tenancy';
 import type { Clock, Ids } from '../ports/clock';
 import type { EventStore } from '../ports/event-store';
-import { handleCommand, loadState } from './command-handler';
-import { driveDecider } from './deciders';
+import { commandHandler } from './command-handler';
 
 /**
  * The drives' balances, decided on their balance streams (lib/domain/balance.ts; why, in
@@ -45,18 +44,20 @@ export interface Balances {
 const MAX_ATTEMPTS = 30;
 
 export function createBalances(deps: { store: EventStore; clock: Clock; ids: Ids }): Balances {
+  const balances = commandHandler(deps.store, balanceDecider, streams.balance);
+  const drives = commandHandler(deps.store, driveDecider, streams.drive);
   const serial = keyedSerial();
   const now = () => deps.clock.now().toISOString();
   const run = (driveId: string, command: BalanceCommand) =>
     serial(driveId, () =>
-      handleCommand(deps.store, streams.balance(driveId), balanceDecider, command, {
+      balances.handle(driveId, command, {
         newId: deps.ids.uuidv7,
         metadata: { partition_key: driveId, drive_id: driveId },
         maxAttempts: MAX_ATTEMPTS,
       }),
     );
-  const stateOf = async (driveId: string) => (await loadState(deps.store, streams.balance(driveId), balanceDecider)).state;
-  const allowancesOf = async (driveId: string) => allowances((await loadState(deps.store, streams.drive(driveId), driveDecider)).state);
+  const stateOf = async (driveId: string) => (await balances.load(driveId)).state;
+  const allowancesOf = async (driveId: string) => allowances((await drives.load(driveId)).state);
 
   return {
     async reserve(r) {

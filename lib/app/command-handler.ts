@@ -8,9 +8,9 @@ import type { AppendResult, EventMetadata, EventStore, NewEvent, StoredEvent, St
  * with the expected revision. A conflict means someone else wrote in between: read again and
  * decide again, a few times, then give up with a retriable error.
  *
- * A read folds only what it has not folded before: the states of the streams this process read
- * lately are kept with their revision, and a later read of the stream fetches the events after
- * it. Without that a running job's watcher folded the job's whole stream every 500 ms, and every
+ * A handler (`commandHandler`, one per store and stream kind) folds only what it has not folded
+ * before: it keeps the states of the streams it read lately with their revision, and a later read
+ * of the stream fetches the events after it. Without that a running job's watcher folded the job's whole stream every 500 ms, and every
  * import into a project folded the project's whole history: work that grew with each event. A
  * stream only ever grows, so a kept state plus the events after it is the state a whole read
  * would fold. Only states folded from stored events are kept, never one a command meant to
@@ -20,33 +20,88 @@ import type { AppendResult, EventMetadata, EventStore, NewEvent, StoredEvent, St
 
 export type HandleResult<E, S> = { readonly events: E[]; readonly state: S; readonly revision: number | null };
 
+/** A stream's folded state and its last event's revision (null: no stream), to append after it. */
+export type Loaded<S> = { readonly state: S; readonly revision: number | null };
+
+export type HandleOptions<S> = {
+  newId: () => string;
+  /** Fixed, or derived from the folded state (e.g. a job's project id as partition key). */
+  metadata: EventMetadata | ((state: S) => EventMetadata);
+  /** Runs on the folded state before deciding: throw to refuse (e.g. another drive's resource). */
+  check?: (state: S) => void;
+  maxAttempts?: number;
+  /**
+   * The stream was just named with a fresh UUID, so it is almost surely empty: the first try
+   * decides on the initial state without reading and appends with `no_stream` (a conflict then
+   * falls back to reading, as usual). Saves a read on the accept path.
+   */
+  expectNew?: boolean;
+};
+
+/** One stream kind's commands on one store, addressed by the id in the stream's name. */
+export interface CommandHandler<C, E extends { type: string; data: object }, S> {
+  /** Read, fold, decide, append with the expected revision; a conflict reads and decides again. */
+  handle(id: string, command: C, options: HandleOptions<S>): Promise<HandleResult<E, S>>;
+  /** Reads and folds the stream without deciding anything. */
+  load(id: string): Promise<Loaded<S>>;
+}
+
+/** The handler type of a decider: `HandlerOf<typeof jobDecider>`. */
+export type HandlerOf<D> = D extends Decider<infer C, infer E, infer S> ? CommandHandler<C, E, S> : never;
+
 export const foldStream = <E, S>(events: readonly StoredEvent[], evolve: (s: S, e: E) => S, initial: S): S =>
   events.reduce((s, e) => evolve(s, { type: e.type, data: e.data } as unknown as E), initial);
 
-export async function handleCommand<C, E extends { type: string; data: object }, S>(
+/** Streams whose folded state a handler keeps (the least recently read go first). */
+const KEPT_FOLDS = 1000;
+
+type Folded = { readonly state: unknown; readonly revision: number };
+
+/**
+ * The handler of the streams `streamOf(id)` on `store`, decided by `decider`: built once per
+ * store and stream kind where the store is wired (`const jobs = commandHandler(store, jobDecider,
+ * streams.job)`), as it keeps the folded states of the streams it read lately.
+ */
+export function commandHandler<C, E extends { type: string; data: object }, S>(
+  store: EventStore,
+  decider: Decider<C, E, S>,
+  streamOf: (id: string) => string,
+): CommandHandler<C, E, S> {
+  const folds = new LRUCache<string, Folded>({ max: KEPT_FOLDS });
+  return {
+    handle: (id, command, options) => decideAndAppend(store, streamOf(id), decider, command, options, folds),
+    load: (id) => readFolded(store, streamOf(id), decider, folds),
+  };
+}
+
+/**
+ * One command on one stream, reading it whole: for one-off uses (the admin CLI, tests) where no
+ * handler is kept; a service uses its `commandHandler`.
+ */
+export function handleCommand<C, E extends { type: string; data: object }, S>(
   store: EventStore,
   streamId: string,
   decider: Decider<C, E, S>,
   command: C,
-  deps: {
-    newId: () => string;
-    /** Fixed, or derived from the folded state (e.g. a job's project id as partition key). */
-    metadata: EventMetadata | ((state: S) => EventMetadata);
-    /** Runs on the folded state before deciding: throw to refuse (e.g. another drive's resource). */
-    check?: (state: S) => void;
-    maxAttempts?: number;
-    /**
-     * The stream was just named with a fresh UUID, so it is almost surely empty: the first try
-     * decides on the initial state without reading and appends with `no_stream` (a conflict then
-     * falls back to reading, as usual). Saves a read on the accept path.
-     */
-    expectNew?: boolean;
-  },
+  options: HandleOptions<S>,
+): Promise<HandleResult<E, S>> {
+  return decideAndAppend(store, streamId, decider, command, options, null);
+}
+
+async function decideAndAppend<C, E extends { type: string; data: object }, S>(
+  store: EventStore,
+  streamId: string,
+  decider: Decider<C, E, S>,
+  command: C,
+  deps: HandleOptions<S>,
+  folds: LRUCache<string, Folded> | null,
 ): Promise<HandleResult<E, S>> {
   const maxAttempts = deps.maxAttempts ?? 5;
   for (let attempt = 1; ; attempt++) {
     const { state, revision } =
-      attempt === 1 && deps.expectNew ? { state: decider.initialState(), revision: null } : await readFolded(store, streamId, decider);
+      attempt === 1 && deps.expectNew
+        ? { state: decider.initialState(), revision: null }
+        : await readFolded(store, streamId, decider, folds);
     deps.check?.(state);
     const decided = decider.decide(command, state);
     if (isRejection(decided)) throw decided.error;
@@ -113,39 +168,24 @@ export async function appendInOrder(store: EventStore, appends: readonly StreamA
 
 type Fold<E, S> = { readonly evolve: (s: S, e: E) => S; readonly initialState: () => S };
 
-/** Reads and folds a stream without deciding anything; `revision` is its last event's (null: no stream), to append after it. */
-export async function loadState<E, S>(
+/** Reads and folds a stream whole, deciding nothing: for one-off uses, as `handleCommand`. */
+export function loadState<E, S>(store: EventStore, streamId: string, fold: Fold<E, S>): Promise<Loaded<S>> {
+  return readFolded(store, streamId, fold, null);
+}
+
+/** The stream's state and revision (null: no stream), folding only the events after the kept state (none kept: all). */
+async function readFolded<E, S>(
   store: EventStore,
   streamId: string,
   fold: Fold<E, S>,
-): Promise<{ state: S; revision: number | null }> {
-  return readFolded(store, streamId, fold);
-}
-
-/** Streams whose folded state is kept, per store and fold (the least recently read go first). */
-const KEPT_FOLDS = 1000;
-
-type Folded = { readonly state: unknown; readonly revision: number };
-
-const keptFolds = new WeakMap<EventStore, WeakMap<object, LRUCache<string, Folded>>>();
-
-function foldsOf(store: EventStore, evolve: object): LRUCache<string, Folded> {
-  let byFold = keptFolds.get(store);
-  if (!byFold) keptFolds.set(store, (byFold = new WeakMap()));
-  let folds = byFold.get(evolve);
-  if (!folds) byFold.set(evolve, (folds = new LRUCache({ max: KEPT_FOLDS })));
-  return folds;
-}
-
-/** The stream's state and revision (null: no stream), folding only the events after the kept state. */
-async function readFolded<E, S>(store: EventStore, streamId: string, fold: Fold<E, S>): Promise<{ state: S; revision: number | null }> {
-  const folds = foldsOf(store, fold.evolve);
-  const kept = folds.get(streamId);
+  folds: LRUCache<string, Folded> | null,
+): Promise<Loaded<S>> {
+  const kept = folds?.get(streamId);
   const tail = await store.readStream(streamId, kept ? { fromRevision: kept.revision + 1 } : undefined);
   if (tail.length === 0) return kept ? { state: kept.state as S, revision: kept.revision } : { state: fold.initialState(), revision: null };
   const state = foldStream(tail, fold.evolve, kept ? (kept.state as S) : fold.initialState());
   const revision = tail[tail.length - 1].revision;
   // Two reads of one stream may overlap: the later state wins, whichever ends first.
-  if ((folds.get(streamId)?.revision ?? -1) < revision) folds.set(streamId, { state, revision });
+  if (folds && (folds.get(streamId)?.revision ?? -1) < revision) folds.set(streamId, { state, revision });
   return { state, revision };
 }

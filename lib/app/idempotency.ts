@@ -4,7 +4,7 @@ import { streams } from '../domain/ids';
 import { idempotencyDecider, idempotencyVerdict, type IdempotencyState, type IdempotencyVerdict } from '../domain/idempotency';
 import type { Clock, Ids } from '../ports/clock';
 import type { EventMetadata, EventStore, StreamAppend } from '../ports/event-store';
-import { decideAt, handleCommand, loadState } from './command-handler';
+import { commandHandler, decideAt } from './command-handler';
 import type { Principal } from './tenancy';
 
 /**
@@ -83,7 +83,8 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-const streamOf = (who: Principal, key: string) => streams.idempotency(createHash('sha256').update(`${who.tokenId}\n${key}`).digest('hex'));
+/** The id of `who`'s key: its stream is `streams.idempotency(id)`. */
+const keyIdOf = (who: Principal, key: string) => createHash('sha256').update(`${who.tokenId}\n${key}`).digest('hex');
 
 const metadataOf = (streamId: string, who: Principal, requestId: string): EventMetadata => ({
   partition_key: streamId,
@@ -92,27 +93,50 @@ const metadataOf = (streamId: string, who: Principal, requestId: string): EventM
   user_id: who.userId,
 });
 
-/** Reads the key of `who`: replay, mismatch or absent for this fingerprint now, and the append that would record an answer. */
-export async function readKey(
-  deps: IdempotencyDeps,
-  who: Principal,
-  key: string,
-  fingerprint: string,
-  requestId: string,
-): Promise<KeyedRequest> {
-  const streamId = streamOf(who, key);
-  const { state, revision } = await loadState(deps.store, streamId, idempotencyDecider);
-  return keyedAt(deps, who, streamId, fingerprint, requestId, { read: true, state, revision });
-}
+/** The keys on `deps.store`: built once per app (lib/http/idempotency.ts), with the handler of their streams. */
+export type IdempotencyKeys = {
+  /** Reads the key of `who`: replay, mismatch or absent for this fingerprint now, and the append that would record an answer. */
+  read(who: Principal, key: string, fingerprint: string, requestId: string): Promise<KeyedRequest>;
+  /**
+   * The key taken as never used, without reading it (a new key is the common case, and a read of
+   * a stream costs the accept path ~10–30 µs): its record's append expects no stream, so if the
+   * key was used after all the append conflicts and the key is read then.
+   */
+  assumeNew(who: Principal, key: string, fingerprint: string, requestId: string): KeyedRequest;
+  /**
+   * Records `answer` once the route's own append has succeeded (read, decide, append, as every
+   * command). `recorded: false`: another request recorded the key in between (another process;
+   * this one holds the key in flight), and what this request created stays without a key.
+   */
+  recordAfter(who: Principal, key: string, fingerprint: string, answer: RecordedAnswer, requestId: string): Promise<{ recorded: boolean }>;
+};
 
-/**
- * The key taken as never used, without reading it (a new key is the common case, and a read of
- * a stream costs the accept path ~10–30 µs): its record's append expects no stream, so if the
- * key was used after all the append conflicts and the key is read then.
- */
-export function assumeNewKey(deps: IdempotencyDeps, who: Principal, key: string, fingerprint: string, requestId: string): KeyedRequest {
-  const state = idempotencyDecider.initialState();
-  return keyedAt(deps, who, streamOf(who, key), fingerprint, requestId, { read: false, state, revision: null });
+export function idempotencyKeys(deps: IdempotencyDeps): IdempotencyKeys {
+  const keys = commandHandler(deps.store, idempotencyDecider, streams.idempotency);
+  return {
+    async read(who, key, fingerprint, requestId) {
+      const id = keyIdOf(who, key);
+      const { state, revision } = await keys.load(id);
+      return keyedAt(deps, who, streams.idempotency(id), fingerprint, requestId, { read: true, state, revision });
+    },
+    assumeNew(who, key, fingerprint, requestId) {
+      const state = idempotencyDecider.initialState();
+      return keyedAt(deps, who, streams.idempotency(keyIdOf(who, key)), fingerprint, requestId, { read: false, state, revision: null });
+    },
+    async recordAfter(who, key, fingerprint, answer, requestId) {
+      const id = keyIdOf(who, key);
+      try {
+        const { events } = await keys.handle(id, recordCommand(who, fingerprint, answer, deps.clock.now().toISOString()), {
+          newId: () => deps.ids.uuidv7(),
+          metadata: metadataOf(streams.idempotency(id), who, requestId),
+        });
+        return { recorded: events.length > 0 };
+      } catch (err) {
+        if (err instanceof AppError && err.code === 'unprocessable_entity') return { recorded: false };
+        throw err;
+      }
+    },
+  };
 }
 
 function keyedAt(
@@ -133,35 +157,6 @@ function keyedAt(
         metadata: metadataOf(streamId, who, requestId),
       }),
   };
-}
-
-/**
- * Records `answer` once the route's own append has succeeded (read, decide, append, as every
- * command). `recorded: false`: another request recorded the key in between (another process;
- * this one holds the key in flight), and what this request created stays without a key.
- */
-export async function recordAfter(
-  deps: IdempotencyDeps,
-  who: Principal,
-  key: string,
-  fingerprint: string,
-  answer: RecordedAnswer,
-  requestId: string,
-): Promise<{ recorded: boolean }> {
-  const streamId = streamOf(who, key);
-  try {
-    const { events } = await handleCommand(
-      deps.store,
-      streamId,
-      idempotencyDecider,
-      recordCommand(who, fingerprint, answer, deps.clock.now().toISOString()),
-      { newId: () => deps.ids.uuidv7(), metadata: metadataOf(streamId, who, requestId) },
-    );
-    return { recorded: events.length > 0 };
-  } catch (err) {
-    if (err instanceof AppError && err.code === 'unprocessable_entity') return { recorded: false };
-    throw err;
-  }
 }
 
 const recordCommand = (who: Principal, fingerprint: string, answer: RecordedAnswer, now: string) =>

@@ -7,9 +7,16 @@ import {
   type ImportLinkStatus,
 } from '../domain/import-link';
 import { conflict, notFound } from '../domain/errors';
-import type { EventStore } from '../ports/event-store';
-import { handleCommand, loadState } from './command-handler';
-import { commitImport, prepareImport, urlImportOnly, type ImportRequest, type UrlImportDeps } from './import';
+import { commandHandler } from './command-handler';
+import {
+  commitImport,
+  importsOn,
+  prepareImport,
+  urlImportOnly,
+  type ImportRequest,
+  type ImportResponse,
+  type UrlImportDeps,
+} from './import';
 import type { Principal } from './tenancy';
 
 /**
@@ -22,44 +29,54 @@ import type { Principal } from './tenancy';
 
 export type ImportLinkView = { readonly status: ImportLinkStatus; readonly link: ImportLinkIssued['data'] | null };
 
-/** The link of `nonce` and its state now; a nonce that is not a UUID names no link. */
-export async function readImportLink(store: EventStore, nonce: string, now: Date): Promise<ImportLinkView> {
-  if (!isUuid(nonce)) return { status: 'unknown', link: null };
-  const { state } = await loadState(store, streams.importLink(nonce.toLowerCase()), importLinkDecider);
-  return { status: importLinkStatus(state, now.toISOString()), link: state.exists ? state.link : null };
-}
+/** Reading and using import links on one store: built once per app (`importLinks(deps)`). */
+export type ImportLinks = {
+  /** The link of `nonce` and its state now; a nonce that is not a UUID names no link. */
+  read(nonce: string, now: Date): Promise<ImportLinkView>;
+  /**
+   * Imports the link's files into `who`'s drive. Throws `not_found` for an unknown link and
+   * `conflict` with `state` `used` or `expired` for a link that can no longer be used.
+   */
+  use(who: Principal, nonce: string, requestId: string): Promise<ImportResponse>;
+};
 
-/**
- * Imports the link's files into `who`'s drive. Throws `not_found` for an unknown link and
- * `conflict` with `state` `used` or `expired` for a link that can no longer be used.
- */
-export async function useImportLink(deps: UrlImportDeps, who: Principal, nonce: string, requestId: string) {
-  const view = await readImportLink(deps.store, nonce, deps.clock.now());
-  if (!view.link) throw notFound('there is no such import link');
-  // The decider has the last word (a concurrent use); this only spares a spent link the checks below.
-  if (view.status === 'used' || view.status === 'expired') throw conflict(`this import link is ${view.status}`, view.status);
-  const { link } = view;
-  const importDeps = urlImportOnly(deps);
-  const partner = { partner_drive_id: link.partner_drive_id, source_id: link.source_id };
-  // Checked first (balance, URLs): a refusal must not spend the link.
-  const prepared = await prepareImport(importDeps, who, partnerImportRequest(link.files), { partner });
-  await handleCommand(
-    deps.store,
-    streams.importLink(link.nonce),
-    importLinkDecider,
-    {
-      type: 'UseImportLink',
-      by: { drive_id: who.driveId, user_id: who.userId },
-      project_id: prepared.projectId,
-      job_id: prepared.jobId,
-      now: deps.clock.now().toISOString(),
-    },
-    {
-      newId: () => deps.ids.uuidv7(),
-      metadata: { partition_key: link.nonce, correlation_id: requestId, drive_id: who.driveId, user_id: who.userId },
-    },
-  );
-  return commitImport(importDeps, who, prepared, requestId);
+export function importLinks(deps: UrlImportDeps): ImportLinks {
+  const links = commandHandler(deps.store, importLinkDecider, streams.importLink);
+  const imports = importsOn(urlImportOnly(deps));
+
+  async function read(nonce: string, now: Date): Promise<ImportLinkView> {
+    if (!isUuid(nonce)) return { status: 'unknown', link: null };
+    const { state } = await links.load(nonce.toLowerCase());
+    return { status: importLinkStatus(state, now.toISOString()), link: state.exists ? state.link : null };
+  }
+
+  async function use(who: Principal, nonce: string, requestId: string): Promise<ImportResponse> {
+    const view = await read(nonce, deps.clock.now());
+    if (!view.link) throw notFound('there is no such import link');
+    // The decider has the last word (a concurrent use); this only spares a spent link the checks below.
+    if (view.status === 'used' || view.status === 'expired') throw conflict(`this import link is ${view.status}`, view.status);
+    const { link } = view;
+    const partner = { partner_drive_id: link.partner_drive_id, source_id: link.source_id };
+    // Checked first (balance, URLs): a refusal must not spend the link.
+    const prepared = await prepareImport(imports, who, partnerImportRequest(link.files), { partner });
+    await links.handle(
+      link.nonce,
+      {
+        type: 'UseImportLink',
+        by: { drive_id: who.driveId, user_id: who.userId },
+        project_id: prepared.projectId,
+        job_id: prepared.jobId,
+        now: deps.clock.now().toISOString(),
+      },
+      {
+        newId: () => deps.ids.uuidv7(),
+        metadata: { partition_key: link.nonce, correlation_id: requestId, drive_id: who.driveId, user_id: who.userId },
+      },
+    );
+    return commitImport(imports, who, prepared, requestId);
+  }
+
+  return { read, use };
 }
 
 // ---------------------------------------------------------------- the import request

@@ -1,11 +1,10 @@
 import { LRUCache } from 'lru-cache';
 import { AppError } from '../domain/errors';
 import { streams } from '../domain/ids';
-import { mediaSecondsAllowance } from '../domain/tenancy';
+import { mediaSecondsAllowance, driveDecider, tokenDecider } from '../domain/tenancy';
 import type { Clock } from '../ports/clock';
 import type { EventStore } from '../ports/event-store';
-import { loadState } from './command-handler';
-import { driveDecider, tokenDecider } from './deciders';
+import { commandHandler } from './command-handler';
 import { hashToken, tokenIdOf, tokenMatches } from './tokens';
 
 export type Principal = {
@@ -40,11 +39,13 @@ export function createAuthenticator(deps: {
   const ttl = deps.cacheTtlMs ?? 1000;
   const max = deps.cacheMax ?? 10_000;
   const cache = new LRUCache<string, { at: number; principal: Promise<Principal | null> }>({ max });
+  const tokens = commandHandler(deps.store, tokenDecider, streams.token);
+  const drives = commandHandler(deps.store, driveDecider, streams.drive);
 
   async function resolve(token: string, tokenId: string): Promise<Principal | null> {
-    const { state: t } = await loadState(deps.store, streams.token(tokenId), tokenDecider);
+    const { state: t } = await tokens.load(tokenId);
     if (!t.exists || t.revoked || !tokenMatches(token, t.token.secret_hash)) return null;
-    const { state: d } = await loadState(deps.store, streams.drive(t.token.drive_id), driveDecider);
+    const { state: d } = await drives.load(t.token.drive_id);
     if (!d.exists) return null;
     return { driveId: d.driveId, driveName: d.name, userId: t.token.user_id, tokenId, mediaSecondsAllowance: mediaSecondsAllowance(d) };
   }

@@ -1,3 +1,4 @@
+import type { Decider } from './decider';
 import {
   addMarker,
   type Clip,
@@ -356,8 +357,8 @@ export function decideComposition(command: CompositionCommand, state: Compositio
   }
 }
 
-export const compositionDecider: {
-  readonly initialState: () => CompositionState;
-  readonly evolve: (state: CompositionState, event: CompositionEvent) => CompositionState;
-  readonly decide: (command: CompositionCommand, state: CompositionState) => CompositionEvent[] | Rejection;
-} = { initialState: initialCompositionState, evolve: evolveComposition, decide: decideComposition };
+export const compositionDecider: Decider<CompositionCommand, CompositionEvent, CompositionState> = {
+  initialState: initialCompositionState,
+  evolve: evolveComposition,
+  decide: decideComposition,
+};

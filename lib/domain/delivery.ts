@@ -1,3 +1,4 @@
+import type { Decider } from './decider';
 import { AppError, assertNever, conflict, ignoreUnknown, reject, type Rejection } from './errors';
 
 /**
@@ -170,8 +171,8 @@ export function decideDelivery(command: DeliveryCommand, state: DeliveryState): 
   }
 }
 
-export const deliveryDecider: {
-  readonly initialState: () => DeliveryState;
-  readonly evolve: (state: DeliveryState, event: DeliveryEvent) => DeliveryState;
-  readonly decide: (command: DeliveryCommand, state: DeliveryState) => DeliveryEvent[] | Rejection;
-} = { initialState: initialDeliveryState, evolve: evolveDelivery, decide: decideDelivery };
+export const deliveryDecider: Decider<DeliveryCommand, DeliveryEvent, DeliveryState> = {
+  initialState: initialDeliveryState,
+  evolve: evolveDelivery,
+  decide: decideDelivery,
+};

@@ -1,3 +1,4 @@
+import type { Decider } from './decider';
 import { assertNever, conflict, ignoreUnknown, type Rejection, reject } from './errors';
 
 /**
@@ -69,8 +70,8 @@ export function decideFolder(command: FolderCommand, state: FolderState): Folder
   }
 }
 
-export const folderDecider: {
-  readonly initialState: () => FolderState;
-  readonly evolve: (state: FolderState, event: FolderEvent) => FolderState;
-  readonly decide: (command: FolderCommand, state: FolderState) => FolderEvent[] | Rejection;
-} = { initialState: initialFolderState, evolve: evolveFolder, decide: decideFolder };
+export const folderDecider: Decider<FolderCommand, FolderEvent, FolderState> = {
+  initialState: initialFolderState,
+  evolve: evolveFolder,
+  decide: decideFolder,
+};

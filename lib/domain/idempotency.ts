@@ -1,3 +1,4 @@
+import type { Decider } from './decider';
 import { AppError, assertNever, ignoreUnknown, type Rejection, reject } from './errors';
 
 /**
@@ -111,8 +112,8 @@ export function decideIdempotency(command: IdempotencyCommand, state: Idempotenc
   }
 }
 
-export const idempotencyDecider: {
-  readonly initialState: () => IdempotencyState;
-  readonly evolve: (state: IdempotencyState, event: IdempotencyEvent) => IdempotencyState;
-  readonly decide: (command: IdempotencyCommand, state: IdempotencyState) => IdempotencyEvent[] | Rejection;
-} = { initialState: initialIdempotencyState, evolve: evolveIdempotency, decide: decideIdempotency };
+export const idempotencyDecider: Decider<IdempotencyCommand, IdempotencyEvent, IdempotencyState> = {
+  initialState: initialIdempotencyState,
+  evolve: evolveIdempotency,
+  decide: decideIdempotency,
+};

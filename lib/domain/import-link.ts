@@ -1,3 +1,4 @@
+import type { Decider } from './decider';
 import { AppError, assertNever, conflict, ignoreUnknown, invalidInput, reject, type Rejection } from './errors';
 
 /**
@@ -133,8 +134,8 @@ export function decideImportLink(command: ImportLinkCommand, state: ImportLinkSt
   }
 }
 
-export const importLinkDecider: {
-  readonly initialState: () => ImportLinkState;
-  readonly evolve: (state: ImportLinkState, event: ImportLinkEvent) => ImportLinkState;
-  readonly decide: (command: ImportLinkCommand, state: ImportLinkState) => ImportLinkEvent[] | Rejection;
-} = { initialState: initialImportLinkState, evolve: evolveImportLink, decide: decideImportLink };
+export const importLinkDecider: Decider<ImportLinkCommand, ImportLinkEvent, ImportLinkState> = {
+  initialState: initialImportLinkState,
+  evolve: evolveImportLink,
+  decide: decideImportLink,
+};

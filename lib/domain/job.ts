@@ -1,3 +1,4 @@
+import type { Decider } from './decider';
 import { AppError, assertNever, conflict, ignoreUnknown, reject, type Rejection } from './errors';
 import { uploadsOf, type ImportPlan, type ImportResult } from './import';
 
@@ -401,3 +402,9 @@ export function decideJob(command: JobCommand, state: JobState): JobEvent[] | Re
       return assertNever(command);
   }
 }
+
+export const jobDecider: Decider<JobCommand, JobEvent, JobState> = {
+  initialState: initialJobState,
+  evolve: evolveJob,
+  decide: decideJob,
+};

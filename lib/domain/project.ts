@@ -1,3 +1,4 @@
+import type { Decider } from './decider';
 import { AppError, assertNever, ignoreUnknown, invalidInput, reject, type Rejection } from './errors';
 import type { Clip } from './edl';
 import type { SequenceTrack } from './import';
@@ -244,3 +245,9 @@ export function decideProject(command: ProjectCommand, state: ProjectState): Pro
       return assertNever(command);
   }
 }
+
+export const projectDecider: Decider<ProjectCommand, ProjectEvent | LegacyCompositionCreated, ProjectState> = {
+  initialState: initialProjectState,
+  evolve: evolveProject,
+  decide: decideProject,
+};

@@ -1,3 +1,4 @@
+import type { Decider } from './decider';
 import { AppError, assertNever, ignoreUnknown, reject, type Rejection } from './errors';
 import type { MediaSecondsCharged } from './job';
 
@@ -175,3 +176,15 @@ export function decideToken(command: CreateToken | RevokeToken, state: TokenStat
       return assertNever(command);
   }
 }
+
+export const driveDecider: Decider<CreateDrive | UpdateDrive, DriveEvent, DriveState> = {
+  initialState: initialDriveState,
+  evolve: evolveDrive,
+  decide: decideDrive,
+};
+
+export const tokenDecider: Decider<CreateToken | RevokeToken, TokenEvent, TokenState> = {
+  initialState: initialTokenState,
+  evolve: evolveToken,
+  decide: decideToken,
+};

@@ -1,10 +1,8 @@
 import {
-  assumeNewKey,
   fingerprintOf,
   IdempotencyKeyTaken,
-  readKey,
+  idempotencyKeys,
   type KeyedRequest,
-  recordAfter,
   type IdempotencyClaim,
   type IdempotencyDeps,
   type RecordedAnswer,
@@ -53,6 +51,7 @@ export type IdempotentOptions = {
 export function idempotency(deps: IdempotencyDeps): (route: LaneRoute, options?: IdempotentOptions) => LaneRoute {
   // The keys this process is handling, by token and key (a key is printable ASCII: no newline).
   const inFlight = new Set<string>();
+  const keys = idempotencyKeys(deps);
 
   return (route, options = {}) => ({
     method: route.method,
@@ -75,8 +74,8 @@ export function idempotency(deps: IdempotencyDeps): (route: LaneRoute, options?:
     inFlight.add(scope);
     try {
       const fingerprint = fingerprintOf(route.method, pathOf(route, request.params), request.body);
-      const read = () => readKey(deps, who, key, fingerprint, requestId);
-      let k = options.recordsWithItsAppends ? assumeNewKey(deps, who, key, fingerprint, requestId) : await read();
+      const read = () => keys.read(who, key, fingerprint, requestId);
+      let k = options.recordsWithItsAppends ? keys.assumeNew(who, key, fingerprint, requestId) : await read();
       for (let attempt = 1; ; attempt++) {
         if (k.verdict.kind !== 'absent') return settled(k.verdict);
         try {
@@ -133,7 +132,7 @@ export function idempotency(deps: IdempotencyDeps): (route: LaneRoute, options?:
   /** What the route made is made: a failure to record it is logged, and the 2xx still answered (a retry would make another). */
   async function recordAfterAnswer(request: LaneRequest, key: string, fingerprint: string, answer: RecordedAnswer) {
     try {
-      const { recorded } = await recordAfter(deps, request.auth, key, fingerprint, answer, request.requestId);
+      const { recorded } = await keys.recordAfter(request.auth, key, fingerprint, answer, request.requestId);
       if (!recorded) {
         request.log.warn({ status: answer.status }, 'Idempotency-Key recorded by another request meanwhile; this answer is not replayable');
       }

@@ -5,8 +5,8 @@ import { mountLaneRoutes, type LaneRoute } from '../../lib/http/express-lane';
 import { idempotency } from '../../lib/http/idempotency';
 import { infoLine, type ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
-import { acceptImport, type ImportDeps, type ImportRequest, type ImportResponse } from '../../lib/app/import';
-import { cancelJob, requestRedelivery } from './import';
+import { acceptImport, importsOn, type ImportDeps, type ImportRequest, type ImportResponse } from '../../lib/app/import';
+import { jobCommands } from './jobs';
 import { partnerRoute } from './partner';
 import { createUploadRoutes, type UploadRouteDeps } from './uploads';
 
@@ -15,6 +15,8 @@ export type CommandApiDeps = ApiAppDeps & ImportDeps & { schemas: SchemaRegistry
 /** The write side: every route turns a request into a command on the event store. */
 export function createApp(deps: CommandApiDeps): HttpApp {
   const signed = deps.uploads ? [createUploadRoutes(deps.uploads)] : [];
+  const imports = importsOn(deps);
+  const jobs = jobCommands(deps);
   const accepted = infoLine(deps.logger, 'import accepted');
   const accept: LaneRoute = {
     method: 'POST',
@@ -25,7 +27,7 @@ export function createApp(deps: CommandApiDeps): HttpApp {
         record: (answer: ImportResponse) => key.recordWith(201, answer),
         beforeOtherWrites: () => key.beforeOtherWrites(),
       };
-      const response = await acceptImport(deps, auth, body as ImportRequest, requestId, { idempotency });
+      const response = await acceptImport(imports, auth, body as ImportRequest, requestId, { idempotency });
       // The line a child logger with the request id would write, from a template (a pino call costs ~4 % of the accept path).
       accepted({ request_id: requestId, job_id: response.job_id, project_id: response.project_id });
       return { status: 201, body: response };
@@ -38,7 +40,7 @@ export function createApp(deps: CommandApiDeps): HttpApp {
     async handle({ auth, params, log }) {
       const jobId = params.job_id;
       if (!isJobId(jobId)) throw notFound(`job ${jobId} does not exist`);
-      await requestRedelivery(deps, auth, jobId);
+      await jobs.requestRedelivery(auth, jobId);
       log.info({ job_id: jobId }, 'webhook redelivery requested');
       return { status: 202, body: { job_id: jobId, state: 'pending' } };
     },
@@ -52,7 +54,7 @@ export function createApp(deps: CommandApiDeps): HttpApp {
         const c = ctx as unknown as ApiContext;
         const jobId = ctx.params.job_id;
         if (!isJobId(jobId)) throw notFound(`job ${jobId} does not exist`);
-        await cancelJob(deps, c.state.auth, jobId, c.state.requestId);
+        await jobs.cancel(c.state.auth, jobId, c.state.requestId);
         c.state.log.info({ job_id: jobId }, 'job cancelled');
         ctx.status = 204;
       });

@@ -2,8 +2,8 @@ import { join } from 'node:path';
 import { openBlobStore, openSigningSecret, openUrlRefusal } from '../../lib/adapters/from-config';
 import { createLocalUploadStore } from '../../lib/adapters/local/upload-store';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
-import { handleCommand, loadState } from '../../lib/app/command-handler';
-import { jobDecider } from '../../lib/app/deciders';
+import { commandHandler } from '../../lib/app/command-handler';
+import { jobDecider } from '../../lib/domain/job';
 import type { Config } from '../../lib/config';
 import { isRejection } from '../../lib/domain/errors';
 import { streams } from '../../lib/domain/ids';
@@ -58,6 +58,7 @@ export const signedUploadUrl =
 export function uploadRoutes(
   deps: Pick<UploadRouteDeps, 'secret' | 'uploads'> & { store: EventStore; blobs: Pick<BlobStore, 'delete'> },
 ): UploadRouteDeps {
+  const jobs = commandHandler(deps.store, jobDecider, streams.job);
   const recorded = (p: UploadParams, blobKey: string, size: number) =>
     ({ job_id: p.job_id, ref: p.media_ref, asset_id: p.asset_id, blob_key: blobKey, size_bytes: size }) as const;
   return {
@@ -67,16 +68,14 @@ export function uploadRoutes(
     blobKeyFor: (p) => `${p.drive_id}/${p.project_id}/${p.asset_id}`,
     // The job's own rule, as recording the upload would apply it.
     checkJob: async (p) => {
-      const { state } = await loadState(deps.store, streams.job(p.job_id), jobDecider);
+      const { state } = await jobs.load(p.job_id);
       const decided = jobDecider.decide({ type: 'RecordUpload', upload: recorded(p, '', 0), now: systemClock.now().toISOString() }, state);
       if (isRejection(decided)) throw decided.error;
     },
     discardBlob: (blobKey) => deps.blobs.delete(blobKey),
     recordProgress: async (p, bytes) => {
-      await handleCommand(
-        deps.store,
-        streams.job(p.job_id),
-        jobDecider,
+      await jobs.handle(
+        p.job_id,
         {
           type: 'RecordUploadProgress',
           progress: { job_id: p.job_id, ref: p.media_ref, bytes, total: p.file_size },
@@ -86,10 +85,8 @@ export function uploadRoutes(
       );
     },
     recordUpload: async (p, { blobKey, size }) => {
-      await handleCommand(
-        deps.store,
-        streams.job(p.job_id),
-        jobDecider,
+      await jobs.handle(
+        p.job_id,
         {
           type: 'RecordUpload',
           upload: recorded(p, blobKey, size),

@@ -1,5 +1,5 @@
-import { handleCommand, loadState } from '../../lib/app/command-handler';
-import { driveDecider } from '../../lib/app/deciders';
+import { commandHandler, type HandlerOf } from '../../lib/app/command-handler';
+import { driveDecider } from '../../lib/domain/tenancy';
 import type { Principal } from '../../lib/app/tenancy';
 import { forbidden, invalidInput } from '../../lib/domain/errors';
 import { streams } from '../../lib/domain/ids';
@@ -43,19 +43,31 @@ export type EditInSchema = {
 
 /** The route, mounted on Koa only (`mountLaneRoutes`): it is not hot enough for the express lane. */
 export function partnerRoute(deps: PartnerDeps): LaneRoute {
+  const handlers = {
+    drives: commandHandler(deps.store, driveDecider, streams.drive),
+    links: commandHandler(deps.store, importLinkDecider, streams.importLink),
+  };
   return {
     method: 'POST',
     path: '/edit_in_descript/schema',
     async handle({ auth, body, requestId, log }) {
-      const link = await issueImportLink(deps, auth, body, requestId);
+      const link = await issueImportLink(deps, handlers, auth, body, requestId);
       log.info({ files: link.files, expires_at: link.expires_at }, 'import link issued');
       return { status: 201, body: { url: link.url, expires_at: link.expires_at } };
     },
   };
 }
 
-export async function issueImportLink(deps: PartnerDeps, who: Principal, body: unknown, requestId: string) {
-  const { state: drive } = await loadState(deps.store, streams.drive(who.driveId), driveDecider);
+type PartnerHandlers = { drives: HandlerOf<typeof driveDecider>; links: HandlerOf<typeof importLinkDecider> };
+
+export async function issueImportLink(
+  deps: PartnerDeps,
+  { drives, links }: PartnerHandlers,
+  who: Principal,
+  body: unknown,
+  requestId: string,
+) {
+  const { state: drive } = await drives.load(who.driveId);
   if (!drive.exists || !drive.settings.partner) throw forbidden('this drive has no partner access; ask the service operator to enable it');
   deps.schemas.assertBody('edit-in-schema', body);
   const request = body as EditInSchema;
@@ -74,10 +86,8 @@ export async function issueImportLink(deps: PartnerDeps, who: Principal, body: u
   });
 
   const nonce = deps.ids.uuid();
-  const { events } = await handleCommand(
-    deps.store,
-    streams.importLink(nonce),
-    importLinkDecider,
+  const { events } = await links.handle(
+    nonce,
     {
       type: 'IssueImportLink',
       link: {

@@ -1,10 +1,8 @@
 import type { Logger } from 'pino';
-import { loadState } from '../../lib/app/command-handler';
-import { jobDecider } from '../../lib/app/deciders';
-import { streams } from '../../lib/domain/ids';
 import { evolveJob, initialJobState, type JobEvent, type JobPool, type JobState, type JobType } from '../../lib/domain/job';
 import type { EventLog, LogHandler, LogSubscription } from '../../lib/ports/event-log';
 import type { StoredEvent } from '../../lib/ports/event-store';
+import { processorHandlers, type ProcessorHandlers } from './handlers';
 import { releaseHeld, runJob, type RunnerDeps } from './job-runner';
 import type { Job, JobTypeDefinition } from './job-type';
 import { JOB_TYPES, type AnyJobTypeDefinition, type JobTypeDeps } from './job-types';
@@ -21,8 +19,8 @@ import { createFairPool, type FairPool } from './pool';
 export const JOB_GROUPS = Object.fromEntries(Object.values(JOB_TYPES).map((t) => [t.type, t.group])) as Record<JobType, string>;
 export const IMPORT_GROUP = JOB_GROUPS['import/project_media'];
 
-export type ProcessorsDeps = Omit<RunnerDeps, 'shutdown'> &
-  JobTypeDeps & {
+export type ProcessorsDeps = Omit<RunnerDeps, 'shutdown' | 'jobs'> &
+  Omit<JobTypeDeps, 'on'> & {
     log: EventLog;
     logger: Logger;
     /** Jobs each pool runs at once (IMPORT_CONCURRENCY, AGENT_CONCURRENCY, PUBLISH_CONCURRENCY). */
@@ -31,11 +29,15 @@ export type ProcessorsDeps = Omit<RunnerDeps, 'shutdown'> &
     onFatal?: (err: Error) => void;
   };
 
+/** The deps with the stream handlers the engine builds once: what the runner and the job types get. */
+type EngineDeps = ProcessorsDeps & { on: ProcessorHandlers };
+
 export type Processors = { stop(): Promise<void>; subscriptions: LogSubscription[]; pools: Readonly<Record<JobType, FairPool>> };
 
-export async function start(deps: ProcessorsDeps): Promise<Processors> {
+export async function start(given: ProcessorsDeps): Promise<Processors> {
+  const deps: EngineDeps = { ...given, on: processorHandlers(given.store) };
   const shutdown = new AbortController();
-  const runner: RunnerDeps = { ...deps, shutdown: shutdown.signal };
+  const runner: RunnerDeps = { ...deps, shutdown: shutdown.signal, jobs: deps.on.jobs };
   const types = Object.values(JOB_TYPES) as AnyJobTypeDefinition[];
   const pools = Object.fromEntries(types.map((t) => [t.type, createFairPool({ concurrency: deps.concurrency[t.pool] })])) as Record<
     JobType,
@@ -67,7 +69,7 @@ export async function start(deps: ProcessorsDeps): Promise<Processors> {
  * One job type's handling of the log: its own jobs only. The correlation between a definition and
  * its jobs' type is the engine's (one cast, here): a definition only ever sees jobs of its type.
  */
-function typeEngine(deps: ProcessorsDeps, runner: RunnerDeps, type: AnyJobTypeDefinition, pool: FairPool) {
+function typeEngine(deps: EngineDeps, runner: RunnerDeps, type: AnyJobTypeDefinition, pool: FairPool) {
   const def = type as unknown as JobTypeDefinition<JobType, JobTypeDeps>;
   const log = (job: Job) => deps.logger.child({ job_id: job.job_id, job_type: job.job_type });
   const afterCancel = def.afterCancel && ((job: Job, l: Logger) => def.afterCancel!(deps, job, l));
@@ -76,7 +78,7 @@ function typeEngine(deps: ProcessorsDeps, runner: RunnerDeps, type: AnyJobTypeDe
 
   /** The job's state, when the job is this type's. */
   const ours = async (jobId: string): Promise<Exclude<JobState, { status: 'none' }> | null> => {
-    const { state } = await loadState(deps.store, streams.job(jobId), jobDecider);
+    const { state } = await deps.on.jobs.load(jobId);
     return state.status !== 'none' && state.job.job_type === def.type ? state : null;
   };
   const startIfReady = async (jobId: string): Promise<void> => {

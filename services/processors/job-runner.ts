@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { handleCommand, loadState, type HandleResult } from '../../lib/app/command-handler';
-import { jobDecider } from '../../lib/app/deciders';
+import { commandHandler, type HandleResult, type HandlerOf } from '../../lib/app/command-handler';
+import { jobDecider } from '../../lib/domain/job';
 import { AppError } from '../../lib/domain/errors';
 import {
   CLAIM_HELD,
@@ -74,6 +74,8 @@ export type RunnerDeps = {
   cancelPollMs?: number;
   maxAttempts?: number;
   observer?: JobObserver;
+  /** The job streams' handler, built once by the engine (`start`); a runner without one builds its own for each run. */
+  jobs?: HandlerOf<typeof jobDecider>;
 };
 
 export class ClaimLost extends Error {
@@ -95,10 +97,10 @@ export async function runJob<T extends JobType>(
   work: (ctx: JobContext<T>) => Promise<WorkOutcome<T>>,
   afterCancel?: (job: Job<T>, log: Logger) => Promise<void>,
 ): Promise<void> {
-  const stream = streams.job(job.job_id);
+  const jobs = deps.jobs ?? commandHandler(deps.store, jobDecider, streams.job);
   const log = deps.logger.child({ job_id: job.job_id, job_type: job.job_type, worker: deps.workerId });
   const metadata = { partition_key: job.project_id, drive_id: job.drive_id, causation_id: job.job_id };
-  const command = (c: JobCommand) => handleCommand(deps.store, stream, jobDecider, c, { newId: deps.ids.uuidv7, metadata });
+  const command = (c: JobCommand) => jobs.handle(job.job_id, c, { newId: deps.ids.uuidv7, metadata });
   const now = () => deps.clock.now().toISOString();
   const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
 
@@ -128,7 +130,7 @@ export async function runJob<T extends JobType>(
   let renewedAt = Date.now();
   let leaseUntil = Date.now() + leaseMs;
   const watch = async () => {
-    const { state } = await loadState(deps.store, stream, jobDecider);
+    const { state } = await jobs.load(job.job_id);
     if (state.status === 'cancelled') return stop.abort(new Error('job cancelled'));
     if (state.status !== 'none' && state.attempt !== attempt) return stop.abort(new ClaimLost(job.job_id));
     if (Date.now() - renewedAt >= leaseMs / 3) {

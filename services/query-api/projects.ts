@@ -1,10 +1,9 @@
 import type Router from '@koa/router';
 import type { Logger } from 'pino';
-import { handleCommand } from '../../lib/app/command-handler';
-import { projectDecider } from '../../lib/app/deciders';
+import { commandHandler } from '../../lib/app/command-handler';
 import type { Principal } from '../../lib/app/tenancy';
 import { streams } from '../../lib/domain/ids';
-import { VIEW_INTERVAL_MS } from '../../lib/domain/project';
+import { VIEW_INTERVAL_MS, projectDecider } from '../../lib/domain/project';
 import { findPage, type Direction } from '../../lib/http/cursor';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
@@ -97,6 +96,7 @@ export function timeRange(after: unknown, before: unknown): Condition | undefine
  */
 function viewRecorder(deps: ProjectsDeps) {
   const recent = new Map<string, number>();
+  const projects = commandHandler(deps.store, projectDecider, streams.project);
   return {
     record(who: Principal, projectId: string, log: Logger) {
       const key = `${projectId}\n${who.userId}`;
@@ -105,13 +105,13 @@ function viewRecorder(deps: ProjectsDeps) {
       if (last !== undefined && now.getTime() - last < VIEW_INTERVAL_MS) return;
       recent.set(key, now.getTime());
       if (recent.size > 10_000) recent.delete(recent.keys().next().value!); // oldest first: a bounded memo
-      void handleCommand(
-        deps.store,
-        streams.project(projectId),
-        projectDecider,
-        { type: 'RecordView', userId: who.userId, now: now.toISOString() },
-        { newId: deps.ids.uuidv7, metadata: { partition_key: projectId, drive_id: who.driveId, user_id: who.userId } },
-      ).catch((err: unknown) => log.warn({ err, project_id: projectId }, 'project view not recorded'));
+      void projects
+        .handle(
+          projectId,
+          { type: 'RecordView', userId: who.userId, now: now.toISOString() },
+          { newId: deps.ids.uuidv7, metadata: { partition_key: projectId, drive_id: who.driveId, user_id: who.userId } },
+        )
+        .catch((err: unknown) => log.warn({ err, project_id: projectId }, 'project view not recorded'));
     },
   };
 }

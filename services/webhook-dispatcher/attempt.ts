@@ -1,12 +1,14 @@
 import type { Logger } from 'pino';
-import { handleCommand, loadState } from '../../lib/app/command-handler';
+import { commandHandler } from '../../lib/app/command-handler';
 import { positionValue } from '../../lib/app/consistency';
-import { driveDecider } from '../../lib/app/deciders';
+import { driveDecider } from '../../lib/domain/tenancy';
 import { foldDocument } from '../../lib/app/projection';
 import { signWebhook } from '../../lib/app/webhook-signature';
 import { deliveryDecider, NOT_CLAIMABLE, type DeliveryCommand, type RecordAttempt } from '../../lib/domain/delivery';
 import { AppError } from '../../lib/domain/errors';
 import { streams } from '../../lib/domain/ids';
+import { jobDecider } from '../../lib/domain/job';
+import type { EventStore } from '../../lib/ports/event-store';
 import { endedAt, evolveJobDoc, renderJob } from '../../lib/read-models/jobs';
 import type { DispatcherDeps } from './index';
 
@@ -23,7 +25,21 @@ const USER_AGENT = 'Servicebot/1.0 (webhooks)';
 const EFFECTS_WAIT_MS = 5_000;
 
 /** What the dispatcher's steps share; `stopping` aborts once, when the dispatcher stops. */
-export type Dispatching = { readonly deps: DispatcherDeps; readonly log: Logger; readonly stopping: AbortSignal };
+export type Dispatching = {
+  readonly deps: DispatcherDeps;
+  readonly log: Logger;
+  readonly stopping: AbortSignal;
+  /** The handlers of the streams it reads and writes, built once per dispatcher (`handlersOf`). */
+  readonly on: DispatchHandlers;
+};
+
+export const handlersOf = (store: EventStore) => ({
+  jobs: commandHandler(store, jobDecider, streams.job),
+  deliveries: commandHandler(store, deliveryDecider, streams.delivery),
+  drives: commandHandler(store, driveDecider, streams.drive),
+});
+
+export type DispatchHandlers = ReturnType<typeof handlersOf>;
 
 /** A due delivery as the `deliveries` read model names it. */
 export type DueDelivery = { readonly jobId: string; readonly driveId: string; readonly projectId: string };
@@ -35,7 +51,7 @@ export const nowIso = (d: Dispatching): string => d.deps.clock.now().toISOString
 
 /** Every change to a delivery goes through its decider, on the delivery's own stream. */
 export const onDelivery = (d: Dispatching, jobId: string, command: DeliveryCommand, metadata: Metadata) =>
-  handleCommand(d.deps.store, streams.delivery(jobId), deliveryDecider, command, { newId: d.deps.ids.uuidv7, metadata });
+  d.on.deliveries.handle(jobId, command, { newId: d.deps.ids.uuidv7, metadata });
 
 /** One attempt; resolves whether something was sent. */
 export async function attempt(d: Dispatching, due: DueDelivery): Promise<boolean> {
@@ -78,7 +94,7 @@ async function claimAttempt(d: Dispatching, jobId: string, timeoutMs: number, me
  */
 async function jobDocument(d: Dispatching, due: DueDelivery): Promise<{ body: string; secret: string } | null> {
   const job = foldDocument(await d.deps.store.readStream(streams.job(due.jobId)), evolveJobDoc);
-  const { state: drive } = await loadState(d.deps.store, streams.drive(due.driveId), driveDecider);
+  const { state: drive } = await d.on.drives.load(due.driveId);
   if (!job || !drive.exists) return null;
   await effectsProjected(d, due.jobId, endedAt(job));
   return { body: JSON.stringify(renderJob(job)), secret: drive.webhookSecret };

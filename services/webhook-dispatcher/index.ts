@@ -1,17 +1,14 @@
 import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { loadState } from '../../lib/app/command-handler';
 import type { Watermark } from '../../lib/app/consistency';
-import { jobDecider } from '../../lib/app/deciders';
-import { streams } from '../../lib/domain/ids';
 import type { Clock, Ids } from '../../lib/ports/clock';
 import type { EventLog, LogSubscription } from '../../lib/ports/event-log';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { OutboundFetcher } from '../../lib/ports/outbound';
 import type { Doc, ReadStore } from '../../lib/ports/read-store';
 import { DELIVERIES } from '../../lib/read-models/deliveries';
-import { attempt, nowIso, onDelivery, type Dispatching } from './attempt';
+import { attempt, handlersOf, nowIso, onDelivery, type Dispatching } from './attempt';
 
 /**
  * The webhook dispatcher (DESIGN §3 Webhooks). A consumer of the log schedules a delivery when a
@@ -63,7 +60,12 @@ export async function start(deps: DispatcherDeps): Promise<Dispatcher> {
   const stopping = new AbortController();
   // Every attempt in flight listens to it: more than Node's default of ten.
   setMaxListeners(0, stopping.signal);
-  const d: Dispatching = { deps, log: deps.logger.child({ component: 'webhook-dispatcher' }), stopping: stopping.signal };
+  const d: Dispatching = {
+    deps,
+    log: deps.logger.child({ component: 'webhook-dispatcher' }),
+    stopping: stopping.signal,
+    on: handlersOf(deps.store),
+  };
   const alarm = createAlarm();
   const due = dueDeliveries(d, alarm.wake);
   const subscription = deps.schedules === false ? null : await scheduleFromLog(d, alarm.wake);
@@ -98,7 +100,7 @@ function scheduleFromLog(d: Dispatching, wake: () => void): Promise<LogSubscript
 
 /** False when the job is unknown or has no callback. */
 async function scheduleDelivery(d: Dispatching, jobId: string): Promise<boolean> {
-  const { state } = await loadState(d.deps.store, streams.job(jobId), jobDecider);
+  const { state } = await d.on.jobs.load(jobId);
   if (state.status === 'none' || !state.job.callback_url) return false;
   const { job } = state;
   const delivery = {

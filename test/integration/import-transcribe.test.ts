@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { resolveFfmpegPaths } from '../../lib/adapters/ffmpeg/binaries';
 import { loadState } from '../../lib/app/command-handler';
-import { projectDecider } from '../../lib/app/deciders';
+import { projectDecider } from '../../lib/domain/project';
 import { loadTranscript } from '../../lib/app/transcripts';
 import { compositionDecider } from '../../lib/domain/composition';
 import { compositionTranscript, sequenceWords, type Word } from '../../lib/domain/edl';

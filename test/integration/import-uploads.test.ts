@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadState } from '../../lib/app/command-handler';
-import { projectDecider } from '../../lib/app/deciders';
+import { projectDecider } from '../../lib/domain/project';
 import { streams } from '../../lib/domain/ids';
 import { startHarness, type Harness } from '../fixtures/harness';
 import { makeTestMedia } from '../fixtures/media';

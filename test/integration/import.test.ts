@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDrive } from '../../lib/app/admin';
 import { loadState } from '../../lib/app/command-handler';
-import { projectDecider } from '../../lib/app/deciders';
+import { projectDecider } from '../../lib/domain/project';
 import { folderIdOf } from '../../lib/app/folders';
 import { streams } from '../../lib/domain/ids';
 import { makeTestMedia } from '../fixtures/media';

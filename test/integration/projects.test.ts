@@ -7,7 +7,7 @@ import { systemClock } from '../../lib/adapters/system/clock';
 import { createDrive } from '../../lib/app/admin';
 import { createAuthenticator } from '../../lib/app/tenancy';
 import { handleCommand } from '../../lib/app/command-handler';
-import { projectDecider } from '../../lib/app/deciders';
+import { projectDecider } from '../../lib/domain/project';
 import { streams } from '../../lib/domain/ids';
 import type { ProjectCommand } from '../../lib/domain/project';
 import { startHarness, type Harness } from '../fixtures/harness';

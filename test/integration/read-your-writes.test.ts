@@ -8,7 +8,7 @@ import { startHarness, type Harness } from '../fixtures/harness';
 import { waitFor } from '../fixtures/wait';
 import { randomUUID } from 'node:crypto';
 import { handleCommand } from '../../lib/app/command-handler';
-import { jobDecider } from '../../lib/app/deciders';
+import { jobDecider } from '../../lib/domain/job';
 import { streams } from '../../lib/domain/ids';
 import type { JobCommand } from '../../lib/domain/job';
 import { laneOf } from '../../lib/adapters/embedded/event-log';

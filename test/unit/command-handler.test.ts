@@ -4,13 +4,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSqliteEventStore, type SqliteEventStore } from '../../lib/adapters/embedded/event-store';
-import { foldStream, handleCommand, loadState } from '../../lib/app/command-handler';
+import { commandHandler, foldStream, loadState } from '../../lib/app/command-handler';
 import type { Decider } from '../../lib/domain/decider';
 import type { EventStore, NewEvent } from '../../lib/ports/event-store';
 
 /**
- * Reads fold only what they have not folded before (lib/app/command-handler.ts): the kept state
- * plus the stream's tail must always be what folding the whole stream gives, whoever appended.
+ * A handler's reads fold only what it has not folded before (lib/app/command-handler.ts): the kept
+ * state plus the stream's tail must always be what folding the whole stream gives, whoever appended.
  */
 
 type Counted = { readonly type: 'Counted'; readonly data: { readonly by: string } };
@@ -21,7 +21,10 @@ const tally: Decider<{ by: string }, Counted, Tally> = {
   decide: (c) => [{ type: 'Counted', data: { by: c.by } }],
 };
 /** A second fold of the same streams: kept apart from the first. */
-const lastBy = { initialState: () => '', evolve: (_: string, e: Counted) => e.data.by };
+const lastBy: Decider<{ by: string }, Counted, string> = { initialState: () => '', evolve: (_, e) => e.data.by, decide: () => [] };
+
+/** Streams named by their id, as the tests name them. */
+const handlerOf = <S>(store: EventStore, fold: Decider<{ by: string }, Counted, S>) => commandHandler(store, fold, (id) => id);
 
 const counted = (by: string): NewEvent => ({ id: randomUUID(), type: 'Counted', data: { by }, metadata: { partition_key: 'k' } });
 
@@ -71,8 +74,9 @@ describe('command handling: folded states are kept and only the tail is read', (
       'no_stream',
     );
     const { spy, reads } = spying(mine);
-    const first = await loadState(spy, stream, tally);
-    const second = await loadState(spy, stream, tally);
+    const tallies = handlerOf(spy, tally);
+    const first = await tallies.load(stream);
+    const second = await tallies.load(stream);
     assert.equal(first.state.total, 100);
     assert.deepEqual(second.state, first.state);
     assert.deepEqual(reads, [
@@ -83,11 +87,12 @@ describe('command handling: folded states are kept and only the tail is read', (
 
   it('folds in what another writer appended since, to the state a whole read gives', async () => {
     const { spy, reads } = spying(mine);
+    const tallies = handlerOf(spy, tally);
     await mine.append(stream, [counted('a'), counted('b')], 'no_stream');
-    await loadState(spy, stream, tally);
+    await tallies.load(stream);
     await other.append(stream, [counted('c')], 1);
     await other.append(stream, [counted('d'), counted('e')], 2);
-    const { state } = await loadState(spy, stream, tally);
+    const { state } = await tallies.load(stream);
     assert.deepEqual(state, await whole(stream));
     assert.deepEqual(state.by, ['a', 'b', 'c', 'd', 'e']);
     assert.deepEqual(reads[1], { streamId: stream, from: 2, got: 3 });
@@ -108,10 +113,11 @@ describe('command handling: folded states are kept and only the tail is read', (
         return spy.append(streamId, events, expected);
       },
     };
-    await loadState(racing, stream, tally);
+    const tallies = handlerOf(racing, tally);
+    await tallies.load(stream);
     await other.append(stream, [counted('b')], 0);
     raced = false;
-    const result = await handleCommand(racing, stream, tally, { by: 'mine' }, { newId: randomUUID, metadata: { partition_key: 'k' } });
+    const result = await tallies.handle(stream, { by: 'mine' }, { newId: randomUUID, metadata: { partition_key: 'k' } });
     assert.deepEqual(result.state.by, ['a', 'b', 'racer', 'mine']);
     assert.equal(result.revision, 3);
     assert.deepEqual((await whole(stream)).by, ['a', 'b', 'racer', 'mine']);
@@ -128,8 +134,9 @@ describe('command handling: folded states are kept and only the tail is read', (
 
   it('keeps only states folded from the store: a command’s own events are read back once', async () => {
     const { spy, reads } = spying(mine);
-    await handleCommand(spy, stream, tally, { by: 'a' }, { newId: randomUUID, metadata: { partition_key: 'k' } });
-    const { state } = await loadState(spy, stream, tally);
+    const tallies = handlerOf(spy, tally);
+    await tallies.handle(stream, { by: 'a' }, { newId: randomUUID, metadata: { partition_key: 'k' } });
+    const { state } = await tallies.load(stream);
     assert.deepEqual(state.by, ['a']);
     assert.deepEqual(
       reads.map(({ from, got }) => [from, got]),
@@ -141,22 +148,24 @@ describe('command handling: folded states are kept and only the tail is read', (
   });
 
   it('keeps each fold of a stream apart', async () => {
+    const [tallies, lasts] = [handlerOf(mine, tally), handlerOf(mine, lastBy)];
     await mine.append(stream, [counted('a'), counted('b')], 'no_stream');
-    assert.equal((await loadState(mine, stream, tally)).state.total, 2);
-    assert.equal((await loadState(mine, stream, lastBy)).state, 'b');
+    assert.equal((await tallies.load(stream)).state.total, 2);
+    assert.equal((await lasts.load(stream)).state, 'b');
     await mine.append(stream, [counted('c')], 1);
-    assert.equal((await loadState(mine, stream, lastBy)).state, 'c');
-    assert.equal((await loadState(mine, stream, tally)).state.total, 3);
+    assert.equal((await lasts.load(stream)).state, 'c');
+    assert.equal((await tallies.load(stream)).state.total, 3);
   });
 
   it('keeps a bounded number of streams: the least recently read is read whole again', async () => {
     const { spy, reads } = spying(mine);
+    const tallies = handlerOf(spy, tally);
     const ids = Array.from({ length: 1001 }, () => `tally-${randomUUID()}`);
     await Promise.all(ids.map((id) => mine.append(id, [counted(id)], 'no_stream')));
-    for (const id of ids) await loadState(spy, id, tally);
+    for (const id of ids) await tallies.load(id);
     reads.length = 0;
-    await loadState(spy, ids[1000], tally);
-    await loadState(spy, ids[0], tally);
+    await tallies.load(ids[1000]);
+    await tallies.load(ids[0]);
     assert.deepEqual(
       reads.map((r) => r.from),
       [1, undefined],
@@ -165,12 +174,24 @@ describe('command handling: folded states are kept and only the tail is read', (
 
   it('keeps a store’s states to that store: another store on another file reads whole', async () => {
     await mine.append(stream, [counted('a')], 'no_stream');
-    await loadState(mine, stream, tally);
+    await handlerOf(mine, tally).load(stream);
     const elsewhere = createSqliteEventStore({ path: join(dir, 'elsewhere.sqlite') });
     try {
-      assert.deepEqual((await loadState(elsewhere, stream, tally)).state, tally.initialState());
+      assert.deepEqual((await handlerOf(elsewhere, tally).load(stream)).state, tally.initialState());
     } finally {
       await elsewhere.close();
     }
+  });
+
+  it('reads a stream whole at each one-off loadState, which keeps nothing', async () => {
+    await mine.append(stream, [counted('a'), counted('b')], 'no_stream');
+    const { spy, reads } = spying(mine);
+    await loadState(spy, stream, tally);
+    const { state } = await loadState(spy, stream, tally);
+    assert.equal(state.total, 2);
+    assert.deepEqual(
+      reads.map((r) => r.from),
+      [undefined, undefined],
+    );
   });
 });

@@ -4,7 +4,7 @@ import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store'
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { createBalances } from '../../lib/app/balances';
 import { handleCommand, loadState } from '../../lib/app/command-handler';
-import { jobDecider } from '../../lib/app/deciders';
+import { jobDecider } from '../../lib/domain/job';
 import { AppError } from '../../lib/domain/errors';
 import { streams } from '../../lib/domain/ids';
 import type { ImportPlan } from '../../lib/domain/import';

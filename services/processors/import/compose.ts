@@ -1,9 +1,5 @@
 import { v5 as uuidv5 } from 'uuid';
-import { handleCommand } from '../../../lib/app/command-handler';
-import { projectDecider } from '../../../lib/app/deciders';
-import { compositionDecider } from '../../../lib/domain/composition';
 import type { Clip } from '../../../lib/domain/edl';
-import { streams } from '../../../lib/domain/ids';
 import type { ImportPlan } from '../../../lib/domain/import';
 import type { CompositionEntry, ProjectState } from '../../../lib/domain/project';
 import type { ImportWorkDeps } from './work';
@@ -31,20 +27,16 @@ export async function createComposition(
   const now = () => deps.clock.now().toISOString();
   // Deterministic candidates: a retry proposes the same ids, and the first free short id wins.
   const candidateIds = Array.from({ length: 16 }, (_, n) => uuidv5(`${origin}#${n}`, COMPOSITION_NAMESPACE));
-  const listed = await handleCommand(
-    deps.store,
-    streams.project(ctx.job.project_id),
-    projectDecider,
+  const listed = await deps.on.projects.handle(
+    ctx.job.project_id,
     { type: 'AddComposition', origin, name: spec.name, candidateIds, now: now() },
     { newId: deps.ids.uuidv7, metadata },
   );
   const state = listed.state;
   const entry = state.exists ? state.compositions.find((c) => c.origin === origin) : undefined;
   if (!entry) throw new Error(`composition ${origin} was not listed in project ${ctx.job.project_id}`);
-  await handleCommand(
-    deps.store,
-    streams.composition(entry.composition_id),
-    compositionDecider,
+  await deps.on.compositions.handle(
+    entry.composition_id,
     {
       type: 'CreateComposition',
       composition: {

@@ -1,21 +1,13 @@
 import type { Logger } from 'pino';
-import { v5 as uuidv5 } from 'uuid';
-import { handleCommand, loadState } from '../../../lib/app/command-handler';
-import { jobDecider, projectDecider } from '../../../lib/app/deciders';
-import { AppError } from '../../../lib/domain/errors';
 import {
   isSequenceItem,
   normalizePlan,
   uploadsOf,
-  isUrlItem,
   type ImportResult,
   type MediaStatus,
   type SequenceTrack,
-  type UploadItem,
-  type UrlItem,
 } from '../../../lib/domain/import';
-import { projectUrl, streams } from '../../../lib/domain/ids';
-import type { UploadReceived } from '../../../lib/domain/job';
+import { projectUrl } from '../../../lib/domain/ids';
 import type { AddMedia, CompositionEntry, MediaFile, ProjectState } from '../../../lib/domain/project';
 import type { BlobStore } from '../../../lib/ports/blob-store';
 import type { Clock, Ids } from '../../../lib/ports/clock';
@@ -25,9 +17,9 @@ import type { OutboundFetcher } from '../../../lib/ports/outbound';
 import type { Transcriber } from '../../../lib/ports/transcriber';
 import type { UploadStore } from '../../../lib/ports/upload-store';
 import { createComposition, DEFAULT_SIZE, wholeClips } from './compose';
-import { download } from './fetch-media';
+import type { ProcessorHandlers } from '../handlers';
 import type { Job, JobContext, WorkOutcome } from '../job-runner';
-import { describeMedia, type FileOutcome, type Source } from './media-file';
+import { FILES_PERCENT, importFiles, mediaAssetId, now, onProject, refusal } from './files';
 
 /**
  * The work of an import job: each URL or upload item is fetched (or found uploaded), probed and
@@ -47,84 +39,55 @@ export type ImportWorkDeps = {
   transcriber: Transcriber;
   /** Staged uploads, forgotten once the job has used them (the blobs stay). */
   uploads?: Pick<UploadStore, 'discard'>;
+  /** The engine's stream handlers, built once per store. */
+  on: ProcessorHandlers;
 };
 
-/** Shares of the job's progress: files (fetch or upload, probe, transcribe) then compositions. */
-const FILES_PERCENT = 90;
-/** Shares of one file's progress by phase. */
-const PHASES = { fetching: [0, 0.4], probing: [0.4, 0.45], transcribing: [0.45, 1] } as const;
-
 export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promise<WorkOutcome> {
-  const { job, signal } = ctx;
-  const plan = normalizePlan(job.request);
-  const projectStream = streams.project(job.project_id);
-  const metadata = { partition_key: job.project_id, drive_id: job.drive_id, causation_id: job.job_id };
-  const project = (c: Parameters<typeof projectDecider.decide>[0]) =>
-    handleCommand(deps.store, projectStream, projectDecider, c, { newId: deps.ids.uuidv7, metadata });
-  const now = () => deps.clock.now().toISOString();
-
-  const { state: before } = await loadState(deps.store, projectStream, projectDecider);
+  const plan = normalizePlan(ctx.job.request);
+  const { state: before } = await deps.on.projects.load(ctx.job.project_id);
   if (!before.exists) {
     return { result: { status: 'error', error_code: 'not_found', error_message: 'the project no longer exists' }, projectUrl: null };
   }
-  // Every project an import creates starts with an empty placeholder composition.
-  let placeholder: CompositionEntry | undefined = before.compositions.find((c) => c.origin === `${job.job_id}#placeholder`);
-  if (before.project.job_id === job.job_id && !placeholder) {
-    const spec = { name: before.project.name, clips: [], ...DEFAULT_SIZE };
-    placeholder = (await createComposition(deps, ctx, before, `${job.job_id}#placeholder`, spec)).entry;
-  }
-  const { state: jobState } = await loadState(deps.store, streams.job(job.job_id), jobDecider);
-  const received = jobState.status === 'none' ? new Map() : jobState.uploads;
-
+  const placeholder = await placeholderOf(deps, ctx, before);
   // Maps: references are user-chosen names ("constructor" is one).
   const mediaStatus = new Map<string, MediaStatus>();
-  const files = plan.media.filter((e): e is readonly [string, UrlItem | UploadItem] => !isSequenceItem(e[1]));
-  let secondsUsed = 0;
-
-  for (const [index, [ref, item]] of files.entries()) {
-    const earlier = before.media.get(ref);
-    const done = earlier?.job_id === job.job_id ? earlier : undefined; // imported by an earlier attempt
-    const report = (label: string, fraction: number) =>
-      void ctx.progress(`${label} ${ref}`, ((index + fraction) / files.length) * FILES_PERCENT).catch(() => undefined);
-    const outcome: FileOutcome | { error_message: string } = done
-      ? { file: { ...done, project_id: job.project_id } }
-      : await importFile(deps, ctx, ref, item, received, report).catch((err: unknown) => failure(err, signal));
-    if ('error_message' in outcome) {
-      mediaStatus.set(ref, { status: 'failed', error_message: outcome.error_message });
-      ctx.log.warn({ ref, reason: outcome.error_message }, 'media file failed');
-      continue;
-    }
-    const { file } = outcome;
-    const seconds = file.duration_seconds ?? 0;
-    if (!done) {
-      // The file's seconds are set aside before it joins the project (a retried attempt finds its reservation still open).
-      const reserved = await ctx.reserve('media_seconds', ref, seconds).then(() => null, paymentRefusal);
-      const added = reserved ?? (await project({ type: 'AddMedia', file, transcript: outcome.transcript, now: now() }).catch(refusal));
-      if ('error_message' in added) {
-        if (!reserved) await ctx.release('media_seconds', ref, added.error_message);
-        await deps.blobs.delete(file.blob_key!).catch(() => undefined);
-        mediaStatus.set(ref, { status: 'failed', error_message: added.error_message });
-        continue;
-      }
-    }
-    // Also for a file an earlier attempt imported: a crash may have come before its settlement or its charge.
-    await ctx.settle('media_seconds', ref, seconds);
-    await ctx.charge(ref, seconds);
-    secondsUsed += seconds;
-    mediaStatus.set(ref, { status: 'success', duration_seconds: seconds });
-    ctx.log.info({ ref, seconds, bytes: file.size_bytes, words: outcome.transcript?.word_count }, 'media file imported');
-  }
-
+  const secondsUsed = await importFiles(deps, ctx, plan, before, mediaStatus);
   await ctx.progress('composing', FILES_PERCENT);
-  let state = (await loadState(deps.store, projectStream, projectDecider)).state;
+  const state = await addSequences(deps, ctx, plan, mediaStatus);
+  const created = await createCompositions(deps, ctx, plan, state);
+  await discardStaged(deps, ctx, plan);
+  return workOutcome(deps, ctx.job, { mediaStatus, secondsUsed, created, placeholder });
+}
+
+export type Plan = ReturnType<typeof normalizePlan>;
+export type Project = Extract<ProjectState, { exists: true }>;
+
+/** Every project an import creates starts with an empty placeholder composition. */
+async function placeholderOf(deps: ImportWorkDeps, ctx: JobContext, before: Project): Promise<CompositionEntry | undefined> {
+  const origin = `${ctx.job.job_id}#placeholder`;
+  const made = before.compositions.find((c) => c.origin === origin);
+  if (made || before.project.job_id !== ctx.job.job_id) return made;
+  const spec = { name: before.project.name, clips: [], ...DEFAULT_SIZE };
+  return (await createComposition(deps, ctx, before, origin, spec)).entry;
+}
+
+/** Sequences, once their tracks' files are in: each is media of the project. Resolves the project as it then is. */
+async function addSequences(
+  deps: ImportWorkDeps,
+  ctx: JobContext,
+  plan: Plan,
+  mediaStatus: Map<string, MediaStatus>,
+): Promise<ProjectState> {
+  let state = (await deps.on.projects.load(ctx.job.project_id)).state;
   for (const [ref, item] of plan.media) {
     if (!isSequenceItem(item)) continue;
-    const sequence = sequenceFile(state, ref, item.tracks, job.job_id);
+    const sequence = sequenceFile(state, ref, item.tracks, ctx.job.job_id);
     if ('error_message' in sequence) {
       mediaStatus.set(ref, { status: 'failed', error_message: sequence.error_message });
       continue;
     }
-    const added = await project({ type: 'AddMedia', file: sequence, now: now() }).catch((err: unknown) => refusal(err));
+    const added = await onProject(deps, ctx, { type: 'AddMedia', file: sequence, now: now(deps) }).catch((err: unknown) => refusal(err));
     if ('error_message' in added) {
       mediaStatus.set(ref, { status: 'failed', error_message: added.error_message });
       continue;
@@ -132,34 +95,49 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
     state = added.state;
     mediaStatus.set(ref, { status: 'success', duration_seconds: sequence.duration_seconds ?? 0 });
   }
+  return state;
+}
 
+/** The compositions the request asked for, of the media that imported. */
+async function createCompositions(deps: ImportWorkDeps, ctx: JobContext, plan: Plan, project: ProjectState): Promise<CompositionEntry[]> {
   const created: CompositionEntry[] = [];
+  let state = project;
   for (const [i, c] of plan.compositions.entries()) {
     if (!state.exists) break;
     const clips = wholeClips(state, c.clips);
     if (c.clips.length > 0 && clips.length === 0) continue; // every clip's media failed
-    const made = await createComposition(deps, ctx, state, `${job.job_id}#${i}`, { ...c, clips });
+    const made = await createComposition(deps, ctx, state, `${ctx.job.job_id}#${i}`, { ...c, clips });
     state = made.project;
     created.push(made.entry);
   }
+  return created;
+}
 
+/** The staged bytes of the job's uploads, now in blobs or failed. */
+async function discardStaged(deps: ImportWorkDeps, ctx: JobContext, plan: Plan): Promise<void> {
   for (const upload of uploadsOf(plan).values()) {
     await deps.uploads?.discard(upload.asset_id).catch((err: unknown) => ctx.log.warn({ err }, 'could not remove a staged upload'));
   }
+}
 
-  const statuses = [...mediaStatus.values()];
+function workOutcome(
+  deps: ImportWorkDeps,
+  job: Job,
+  done: { mediaStatus: Map<string, MediaStatus>; secondsUsed: number; created: CompositionEntry[]; placeholder?: CompositionEntry },
+): WorkOutcome {
+  const statuses = [...done.mediaStatus.values()];
   const ok = statuses.filter((s) => s.status === 'success').length;
   const status = ok === statuses.length ? 'success' : ok === 0 ? 'error' : 'partial';
   const result: ImportResult = {
     status,
     // fromEntries defines own properties, so even "__proto__" stays an ordinary key.
-    media_status: Object.fromEntries(mediaStatus),
-    media_seconds_used: Math.round(secondsUsed * 1000) / 1000,
-    created_compositions: created.map((c) => ({ id: c.composition_id, name: c.name })),
+    media_status: Object.fromEntries(done.mediaStatus),
+    media_seconds_used: Math.round(done.secondsUsed * 1000) / 1000,
+    created_compositions: done.created.map((c) => ({ id: c.composition_id, name: c.name })),
     ...(status === 'error' ? { error_code: 'import_failed', error_message: 'no media file could be imported; see media_status' } : {}),
   };
   // The first composition the request asked for, else the placeholder this import made.
-  const shown = created[0] ?? placeholder;
+  const shown = done.created[0] ?? done.placeholder;
   return { result, projectUrl: shown ? projectUrl(deps.webUrl, job.project_id, shown.short_id) : null };
 }
 
@@ -168,12 +146,12 @@ export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promis
  * not take in, and bytes still staged. Only where no attempt of the job can still write: for a
  * job cancelled before any attempt claimed it, or by the attempt itself once its work stopped.
  */
-export async function discardUploads(deps: Pick<ImportWorkDeps, 'store' | 'blobs' | 'uploads'>, job: Job, log: Logger): Promise<void> {
+export async function discardUploads(deps: Pick<ImportWorkDeps, 'on' | 'blobs' | 'uploads'>, job: Job, log: Logger): Promise<void> {
   const uploads = uploadsOf(job.request);
   if (uploads.size === 0) return;
   const [{ state: jobState }, { state: project }] = await Promise.all([
-    loadState(deps.store, streams.job(job.job_id), jobDecider),
-    loadState(deps.store, streams.project(job.project_id), projectDecider),
+    deps.on.jobs.load(job.job_id),
+    deps.on.projects.load(job.project_id),
   ]);
   const inProject = new Set(project.exists ? [...project.media.values()].map((m) => m.blob_key) : []);
   const warn = (err: unknown) => log.warn({ err }, 'could not remove an upload of a cancelled job');
@@ -187,54 +165,6 @@ export async function discardUploads(deps: Pick<ImportWorkDeps, 'store' | 'blobs
     await deps.uploads?.discard(upload.asset_id).catch(warn);
   }
   log.info({ uploads: uploads.size, removed_files: removed }, 'uploads of the cancelled job removed');
-}
-
-/** One URL or upload item: its bytes into a blob, then probed and transcribed. The blob goes if the file fails. */
-async function importFile(
-  deps: ImportWorkDeps,
-  ctx: JobContext,
-  ref: string,
-  item: UrlItem | UploadItem,
-  received: ReadonlyMap<string, UploadReceived['data']>,
-  report: (label: string, fraction: number) => void,
-): Promise<FileOutcome> {
-  const within = (phase: keyof typeof PHASES, fraction: number) => PHASES[phase][0] + (PHASES[phase][1] - PHASES[phase][0]) * fraction;
-  let source: Source;
-  if (isUrlItem(item)) {
-    report('downloading', 0);
-    const { blobKey, size } = await download(deps, ctx, item.url, (f) => report('downloading', within('fetching', f)), {
-      retryUntilFound: item.retry_until_found === true,
-    });
-    source = { ref, assetId: mediaAssetId(ctx.job.project_id, ref), blobKey, size, sourceUrl: item.url, language: item.language };
-  } else {
-    const upload = received.get(ref);
-    if (!upload) throw new AppError('invalid_input', `the upload did not arrive before its URL expired at ${item.upload.expires_at}`);
-    source = {
-      ref,
-      assetId: item.upload.asset_id,
-      blobKey: upload.blob_key,
-      size: upload.size_bytes,
-      sourceUrl: null,
-      language: item.language,
-    };
-  }
-  try {
-    return await describeMedia(deps, ctx, source, (phase, f) => report(phase, within(phase, f)));
-  } catch (err) {
-    await deps.blobs.delete(source.blobKey).catch(() => undefined);
-    throw err;
-  }
-}
-
-const MEDIA_NAMESPACE = '0b8f3f8e-5a4c-4b7e-9d2a-6c1e0f4a7b33';
-
-/** The asset id of media that did not come as an upload: a name-based UUID of project and reference, the same on every retry. */
-const mediaAssetId = (projectId: string, ref: string): string => uuidv5(`${projectId}\n${ref}`, MEDIA_NAMESPACE);
-
-/** A reservation the balance cannot cover fails the file; anything else is retried. */
-function paymentRefusal(err: unknown): { error_message: string } {
-  if (err instanceof AppError && err.code === 'payment_required') return { error_message: err.message };
-  throw err;
 }
 
 function sequenceFile(
@@ -266,27 +196,4 @@ function sequenceFile(
     tracks,
     job_id: jobId,
   };
-}
-
-/**
- * A failure while fetching, storing, probing or transcribing one file becomes that file's `error_message`.
- * Cancellation, shutdown and retriable errors stop the whole attempt instead (the log redelivers).
- */
-function failure(err: unknown, jobSignal: AbortSignal): { error_message: string } {
-  if (jobSignal.aborted) throw err;
-  // Outbound, media and transcription failures are AppErrors, and so is the download's time limit (see download).
-  if (err instanceof AppError) return err.retriable ? rethrow(err) : { error_message: err.message };
-  // An error outside the family (a stream or file error no adapter mapped) fails the file too.
-  const e = err as Error;
-  return { error_message: e?.message || 'import failed' };
-}
-
-/** A domain refusal (the reference was taken meanwhile) fails the file; anything else is retried. */
-function refusal(err: unknown): { error_message: string } {
-  if (err instanceof AppError && !err.retriable) return { error_message: err.message };
-  throw err;
-}
-
-function rethrow(err: unknown): never {
-  throw err;
 }

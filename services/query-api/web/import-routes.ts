@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { UrlImportDeps } from '../../../lib/app/import';
-import { readImportLink, useImportLink } from '../../../lib/app/import-link';
+import { importLinks } from '../../../lib/app/import-link';
 import type { Principal } from '../../../lib/app/tenancy';
 import { AppError, notFound } from '../../../lib/domain/errors';
 import type { ApiState } from '../../../lib/http/middleware';
@@ -36,6 +36,7 @@ export function mountImportPage(
   imports: UrlImportDeps,
   { page, signedIn, redirect, readPostedForm, wrote }: PageHelpers,
 ): void {
+  const links = importLinks(imports);
   const back = (nonce: string) => `/import?nonce=${encodeURIComponent(nonce)}`;
   router.get(
     '/import',
@@ -44,7 +45,7 @@ export function mountImportPage(
       const who = await signedIn(ctx, back(nonce));
       if (!who) return null;
       (ctx.state as Partial<ApiState>).auth = who;
-      const { status, link } = await readImportLink(imports.store, nonce, imports.clock.now());
+      const { status, link } = await links.read(nonce, imports.clock.now());
       if (status === 'used' || status === 'expired') return gone(status);
       if (status === 'unknown' || !link) throw notFound(NO_SUCH_LINK);
       return importPage({ who, link });
@@ -61,7 +62,7 @@ export function mountImportPage(
       const state = ctx.state as Partial<ApiState>;
       state.auth = who;
       try {
-        const started = await useImportLink(imports, who, nonce, state.requestId ?? '');
+        const started = await links.use(who, nonce, state.requestId ?? '');
         wrote(who.tokenId);
         state.log?.info({ project_id: started.project_id, job_id: started.job_id }, 'import link used');
         return redirect(ctx, started.project_url);

@@ -1,0 +1,15 @@
+import { commandHandler } from '../../lib/app/command-handler';
+import { compositionDecider } from '../../lib/domain/composition';
+import { streams } from '../../lib/domain/ids';
+import { jobDecider } from '../../lib/domain/job';
+import { projectDecider } from '../../lib/domain/project';
+import type { EventStore } from '../../lib/ports/event-store';
+
+/** The handlers of the streams the processors read and write: built once per store, in `start`. */
+export const processorHandlers = (store: EventStore) => ({
+  jobs: commandHandler(store, jobDecider, streams.job),
+  projects: commandHandler(store, projectDecider, streams.project),
+  compositions: commandHandler(store, compositionDecider, streams.composition),
+});
+
+export type ProcessorHandlers = ReturnType<typeof processorHandlers>;
