@@ -69,6 +69,8 @@ async function room(member: Member, payload: EachBatchPayload, maxInFlight: numb
   return !signal.aborted;
 }
 
+export type Commits = ReturnType<typeof committing>;
+
 /** Commits each partition's low-water mark of settled messages, one commit at a time. */
 export function committing(topic: string, link: GroupLink, offsets: OffsetTracker, log: Logger) {
   let inProgress: Promise<void> | null = null;

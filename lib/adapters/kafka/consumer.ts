@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { DeadLetterStore } from '../../ports/dead-letters';
 import type { LogHandler, LogSubscription, SubscribeOptions } from '../../ports/event-log';
 import type { EventCodec } from './avro-codec';
-import { committing, takingOn, type GroupLink } from './consumer-batches';
+import { committing, takingOn, type Commits, type GroupLink } from './consumer-batches';
 import { offLane, retryingLetters, semaphore, type Member } from './consumer-delivery';
 import { createLanes, type Lanes } from './consumer-lanes';
 
@@ -64,18 +64,28 @@ export async function subscribeKafka(
     { concurrency: options.concurrency ?? 4, max_attempts: member.maxAttempts, start_at: options.startAt ?? 'earliest' },
     'subscribed',
   );
-  return subscriptionOf(member, life, async () => {
-    abort.abort();
-    member.lanes.wake();
-    timers.forEach(clearInterval);
-    // Handler calls in progress finish; pending `settled`s are left uncommitted for redelivery.
-    await member.lanes.drained();
-    await member.offLane.drained();
-    await commits.inProgress();
-    await commits.commit();
-    life.running = false;
-    await consumer.disconnect();
-  });
+  return subscriptionOf(member, life, () => leave({ member, consumer, abort, commits, timers, life }));
+}
+
+/** Handler calls in progress finish; pending `settled`s are left uncommitted for redelivery. */
+async function leave(parts: {
+  member: Member;
+  consumer: Consumer;
+  abort: AbortController;
+  commits: Commits;
+  timers: NodeJS.Timeout[];
+  life: { running: boolean };
+}): Promise<void> {
+  const { member, commits } = parts;
+  parts.abort.abort();
+  member.lanes.wake();
+  parts.timers.forEach(clearInterval);
+  await member.lanes.drained();
+  await member.offLane.drained();
+  await commits.inProgress();
+  await commits.commit();
+  parts.life.running = false;
+  await parts.consumer.disconnect();
 }
 
 /** What delivering this member's messages needs; a failing handler is retried after `retryBaseMs`, doubling up to 30 s. */
