@@ -16,7 +16,9 @@ import { admin, freePort, ROOT, startBaseline, stop, type Started } from './proc
  * - projection lag p50 and p99 per read model, from the service's own /metrics histogram;
  * - overdraw: runs of 200 concurrent imports on a 150-second balance (BENCH_OVERDRAW_RUNS);
  * - imports finished per second, end to end, against ffprobe of the same file two at a time;
- * - accept with the processors saturated, against bare Koa, in turns.
+ * - accept with the processors saturated (by the steady load's backlog), against bare Koa, in turns.
+ * The imports/s and overdraw figures run first: the steady load accepts faster than the
+ * processors finish, and its backlog would starve them.
  */
 
 const exec = promisify(execFile);
@@ -57,6 +59,9 @@ export async function measureEngine(options: { connections: number; warmupSecond
     const importBody = (name: string) => ({ project_name: name, add_media: { 'three.wav': { url: `${media.url}/three.wav` } } });
 
     const imports = await importsPerSecond(api, env, importBody, wav);
+    // Before the steady load: the backlog it leaves (it accepts faster than the processors finish)
+    // would otherwise starve these runs.
+    const overdraw = await overdrawRuns(api, env, num('BENCH_OVERDRAW_RUNS', 20), importBody);
     const busy = await admin(env, 'drive', 'create', '--name', 'Busy');
     const stopBusy = steadyLoad(api(busy.token), num('BENCH_BUSY_RATE', 200), (i) => importBody(`Busy ${i}`));
     const me = await admin(env, 'drive', 'create', '--name', 'Reader');
@@ -66,7 +71,6 @@ export async function measureEngine(options: { connections: number; warmupSecond
     ]);
     await stopBusy();
     const lag = lagOf(await (await fetch(`${svc.url}/metrics`)).text());
-    const overdraw = await overdrawRuns(api, env, num('BENCH_OVERDRAW_RUNS', 20), importBody);
 
     const bare = await startBaseline();
     started.push(bare);
