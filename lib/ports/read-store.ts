@@ -83,6 +83,12 @@ export interface ReadStore extends ReadQueries {
   put(collection: string, doc: Doc, expectedRev: number | null): Promise<PutOutcome>;
   /** Declares the fields queries filter and sort on, so the adapter can index them. */
   ensureIndex(collection: string, fields: readonly string[]): Promise<void>;
+  /**
+   * Removes the documents of the collection that match `filter` (the same filters as `find`);
+   * resolves to how many were removed. For documents that are not projections of events, such
+   * as web sessions, which end and expire.
+   */
+  deleteMany(collection: string, filter: Filter): Promise<number>;
   /** Removes every document of the collection (replay). */
   clear(collection: string): Promise<void>;
   close(): Promise<void>;

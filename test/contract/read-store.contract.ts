@@ -277,6 +277,15 @@ export function describeReadStoreContract(
         assert.deepEqual(ids(await store.find('pets', {})), ['a']);
       });
 
+      it('deletes the documents of one collection that match a filter, counting them', async () => {
+        await store.put('pets', { _id: 'a', _rev: 1, name: 'Rex', created_at: T1 }, null);
+        assert.equal(await store.deleteMany('people', { created_at: { $lt: T3 } }), 3);
+        assert.deepEqual(ids(await store.find('people', {})), ['d']);
+        assert.equal(await store.deleteMany('people', { _id: 'd' }), 1);
+        assert.equal(await store.deleteMany('people', { _id: 'd' }), 0, 'nothing left to delete');
+        assert.deepEqual(ids(await store.find('pets', {})), ['a'], 'another collection is untouched');
+      });
+
       it('keeps collections apart, even for the same _id', async () => {
         await store.put('pets', { _id: 'a', _rev: 7, name: 'Rex' }, null);
         assert.equal((await store.get('people', 'a'))?.name, 'Alice');

@@ -403,6 +403,11 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
       db.exec(ddl.create);
       db.exec(ddl.dropLegacy);
     },
+    async deleteMany(collection, filter) {
+      const condition = where(filter);
+      checkpointWhenIdle();
+      return db.prepare(`DELETE FROM docs WHERE ${inCollection(collection)} AND ${condition.text}`).run(...condition.params).changes;
+    },
     async clear(collection) {
       checkpointWhenIdle();
       deleteAll.run(collection);

@@ -163,6 +163,9 @@ export function createMongoReadStore(db: Db): ReadStore {
     async ensureIndex(collection, fields) {
       await collectionOf(collection).createIndex(indexSpec(fields));
     },
+    async deleteMany(collection, filter: Filter) {
+      return (await collectionOf(collection).deleteMany(translate(filter))).deletedCount;
+    },
     async clear(collection) {
       await collectionOf(collection).deleteMany({});
     },
