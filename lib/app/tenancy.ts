@@ -20,6 +20,25 @@ export type Principal = {
 export type Authenticate = (authorization: string | undefined) => Promise<Principal>;
 
 /**
+ * The principal of a token by its id, read from the token and drive streams each time, or null
+ * when the token is unknown, revoked, or its drive is gone. `secretMatches` checks the stored
+ * hash when the caller holds the token itself; a web session holds only the id (lib/app/web-sessions.ts).
+ */
+export function principalsByTokenId(
+  store: EventStore,
+): (tokenId: string, secretMatches?: (secretHash: string) => boolean) => Promise<Principal | null> {
+  const tokens = commandHandler(store, tokenDecider, streams.token);
+  const drives = commandHandler(store, driveDecider, streams.drive);
+  return async (tokenId, secretMatches = () => true) => {
+    const { state: t } = await tokens.load(tokenId);
+    if (!t.exists || t.revoked || !secretMatches(t.token.secret_hash)) return null;
+    const { state: d } = await drives.load(t.token.drive_id);
+    if (!d.exists) return null;
+    return { driveId: d.driveId, driveName: d.name, userId: t.token.user_id, tokenId, mediaSecondsAllowance: mediaSecondsAllowance(d) };
+  };
+}
+
+/**
  * Resolves a bearer token to its drive and user straight from the event store (token and drive
  * streams), so a token made a moment ago by the admin CLI works at once. Results are cached for
  * `cacheTtlMs`, which bounds how long a revoked token keeps working.
@@ -39,16 +58,8 @@ export function createAuthenticator(deps: {
   const ttl = deps.cacheTtlMs ?? 1000;
   const max = deps.cacheMax ?? 10_000;
   const cache = new LRUCache<string, { at: number; principal: Promise<Principal | null> }>({ max });
-  const tokens = commandHandler(deps.store, tokenDecider, streams.token);
-  const drives = commandHandler(deps.store, driveDecider, streams.drive);
-
-  async function resolve(token: string, tokenId: string): Promise<Principal | null> {
-    const { state: t } = await tokens.load(tokenId);
-    if (!t.exists || t.revoked || !tokenMatches(token, t.token.secret_hash)) return null;
-    const { state: d } = await drives.load(t.token.drive_id);
-    if (!d.exists) return null;
-    return { driveId: d.driveId, driveName: d.name, userId: t.token.user_id, tokenId, mediaSecondsAllowance: mediaSecondsAllowance(d) };
-  }
+  const principalOf = principalsByTokenId(deps.store);
+  const resolve = (token: string, tokenId: string) => principalOf(tokenId, (hash) => tokenMatches(token, hash));
 
   function lookup(token: string, tokenId: string, now: number): { at: number; principal: Promise<Principal | null> } {
     const key = hashToken(token);
