@@ -23,6 +23,11 @@ const positiveInt = makeValidator<number>((input) => {
   if (!Number.isInteger(n) || n <= 0) throw new Error(`"${input}" is not a positive whole number`);
   return n;
 });
+const nonNegativeInt = makeValidator<number>((input) => {
+  const n = Number(input);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`"${input}" is not a whole number (0 or more)`);
+  return n;
+});
 const splitList = (input: string) =>
   input
     .split(',')
@@ -82,6 +87,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       DOWNLOAD_URL_TTL: duration({ default: 3600 }),
       UPLOAD_URL_TTL: duration({ default: 3 * 3600 }),
       RATE_LIMIT_PER_MINUTE: positiveInt({ default: 600 }),
+      WEB_FORM_RATE_LIMIT_PER_MINUTE: positiveInt({ default: 30 }),
+      WEB_SESSION_TTL: duration({ default: 8 * 3600 }),
+      TRUSTED_PROXY_HOPS: nonNegativeInt({ default: 0 }),
       WEBHOOK_RETRY_SCHEDULE: durationList({ default: undefined }),
       LOG_LEVEL: str({ choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' }),
       MAX_REQUEST_BYTES: positiveInt({ default: 1024 * 1024 }),
@@ -126,6 +134,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     downloadUrlTtlSeconds: raw.DOWNLOAD_URL_TTL,
     uploadUrlTtlSeconds: raw.UPLOAD_URL_TTL,
     rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE,
+    web: {
+      formsPerMinute: raw.WEB_FORM_RATE_LIMIT_PER_MINUTE,
+      sessionTtlSeconds: raw.WEB_SESSION_TTL,
+      trustedProxyHops: raw.TRUSTED_PROXY_HOPS,
+    },
     webhookRetryScheduleSeconds: raw.WEBHOOK_RETRY_SCHEDULE,
     logLevel: raw.LOG_LEVEL,
     maxRequestBytes: raw.MAX_REQUEST_BYTES,

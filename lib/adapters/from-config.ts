@@ -117,6 +117,12 @@ export function openRateLimiter(config: Config, mongo?: MongoClient): RateLimite
   return mongo ? new RateLimiterMongo({ ...options, storeClient: mongo }) : new RateLimiterMemory(options);
 }
 
+/** Per client address, the web forms (`POST /login`, `/import`) in a one-minute window; shared by replicas through MongoDB. */
+export function openWebFormLimiter(config: Config, mongo?: MongoClient): RateLimiterAbstract {
+  const options = { points: config.web.formsPerMinute, duration: 60, keyPrefix: 'web-forms' };
+  return mongo ? new RateLimiterMongo({ ...options, storeClient: mongo }) : new RateLimiterMemory(options);
+}
+
 export function openMedia(config: Config) {
   const { ffmpeg, ffprobe } = resolveFfmpegPaths();
   return {

@@ -3,6 +3,7 @@ import { positionValue } from '../../lib/app/consistency';
 import { foldDocument } from '../../lib/app/projection';
 import { forbidden, notFound } from '../../lib/domain/errors';
 import { isJobId, streams } from '../../lib/domain/ids';
+import type { WebSessions } from '../../lib/app/web-sessions';
 import type { Clock, Ids } from '../../lib/ports/clock';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { Condition, Doc, ReadQueries } from '../../lib/ports/read-store';
@@ -20,6 +21,7 @@ import { mountDeliveries } from './deliveries';
 import { createWebRoutes } from './web/routes';
 import type { BlobStore } from '../../lib/ports/blob-store';
 import type { SearchIndex } from '../../lib/ports/search-index';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 
 export type QueryApiDeps = ApiAppDeps & {
   /** What the API answers from (`ReadSide.queries`). */
@@ -32,6 +34,12 @@ export type QueryApiDeps = ApiAppDeps & {
   /** Where transcripts are read for the project page. */
   blobs: BlobStore;
   webUrl: string;
+  /** The web pages' sign-ins (`createWebSessions` over the writable read store). */
+  sessions: WebSessions;
+  /** Per client address: `POST /login`s and `/import`s in its window. */
+  formLimiter: RateLimiterAbstract;
+  /** Proxies in front whose `X-Forwarded-For` entry names the client (TRUSTED_PROXY_HOPS). */
+  trustedProxyHops?: number;
   /** Why a URL is refused from its text alone (an internal address): the partner import page checks a link's URIs again. */
   urlRefusal: (url: string) => string | null;
   /** Where the app's in-memory caches report how they do (`Metrics.watchCache`). */
@@ -44,6 +52,9 @@ export const API_VERSION = '1.2';
 export function createApp(deps: QueryApiDeps): HttpApp {
   const web = createWebRoutes({
     authenticate: deps.authenticate,
+    sessions: deps.sessions,
+    formLimiter: deps.formLimiter,
+    trustedProxyHops: deps.trustedProxyHops,
     read: deps.read,
     blobs: deps.blobs,
     webUrl: deps.webUrl,

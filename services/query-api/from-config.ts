@@ -1,5 +1,7 @@
-import { openBlobStore, openUrlRefusal, type ReadSide } from '../../lib/adapters/from-config';
+import { openBlobStore, openUrlRefusal, openWebFormLimiter, type ReadSide } from '../../lib/adapters/from-config';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
+import { principalsByTokenId } from '../../lib/app/tenancy';
+import { createWebSessions } from '../../lib/app/web-sessions';
 import type { Config } from '../../lib/config';
 import type { Metrics } from '../../lib/observability/metrics';
 import type { EventStore } from '../../lib/ports/event-store';
@@ -14,13 +16,36 @@ export function queryDeps(
   readSide: ReadSide,
   store: EventStore,
   metrics: Pick<Metrics, 'watchCache'>,
-): Pick<QueryApiDeps, 'read' | 'search' | 'blobs' | 'webUrl' | 'urlRefusal' | 'store' | 'clock' | 'ids' | 'watchCache'> {
+): Pick<
+  QueryApiDeps,
+  | 'read'
+  | 'search'
+  | 'blobs'
+  | 'webUrl'
+  | 'sessions'
+  | 'formLimiter'
+  | 'trustedProxyHops'
+  | 'urlRefusal'
+  | 'store'
+  | 'clock'
+  | 'ids'
+  | 'watchCache'
+> {
   for (const [name, stats] of Object.entries(readSide.caches)) metrics.watchCache(name, stats);
   return {
     read: readSide.queries,
     search: readSide.search,
     blobs: openBlobStore(config),
     webUrl: config.webUrl,
+    // Sessions are read from the store itself, not the API's snapshot: a sign-in works on the next request.
+    sessions: createWebSessions({
+      store: readSide.read,
+      clock: systemClock,
+      ttlSeconds: config.web.sessionTtlSeconds,
+      principalOf: principalsByTokenId(store),
+    }),
+    formLimiter: openWebFormLimiter(config, readSide.mongo),
+    trustedProxyHops: config.web.trustedProxyHops,
     urlRefusal: openUrlRefusal(config),
     store,
     clock: systemClock,

@@ -5,7 +5,8 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 import supertest from 'supertest';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { revokeToken } from '../../lib/app/admin';
-import { createAuthenticator } from '../../lib/app/tenancy';
+import { createAuthenticator, principalsByTokenId } from '../../lib/app/tenancy';
+import { createWebSessions } from '../../lib/app/web-sessions';
 import { createHttpServer } from '../../lib/http/listen';
 import { createMetrics } from '../../lib/observability/metrics';
 import type { EventStore } from '../../lib/ports/event-store';
@@ -85,6 +86,8 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
         search: h.search,
         blobs: h.processorDeps.blobs,
         webUrl: 'http://web.test',
+        sessions: createWebSessions({ store: read, clock: systemClock, ttlSeconds: 3600, principalOf: principalsByTokenId(store) }),
+        formLimiter: new RateLimiterMemory({ points: 100, duration: 60 }),
         urlRefusal: () => null,
         clock: systemClock,
         ids: randomIds,

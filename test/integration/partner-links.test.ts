@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Koa from 'koa';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { literalRefusal, parseAllowlist } from '../../lib/adapters/http/outbound-fetcher';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { createDrive, updateDrive } from '../../lib/app/admin';
@@ -59,7 +60,6 @@ async function startFileServer(files: Record<string, string>) {
   };
 }
 
-const cookieOf = (token: string) => `mps_session=${token}`;
 const squash = (text: string) =>
   text
     .replace(/\s+/g, ' ')
@@ -87,8 +87,16 @@ describe('partner import links (edit in)', function () {
     const nonce = new URL(res.body.url).searchParams.get('nonce')!;
     return { nonce, sourceId: body.project_schema.source_id as string, res };
   };
-  const postImport = (nonce: string, token = h.drive.token) =>
-    h.http.post('/import').set('Origin', WEB_URL).set('Cookie', cookieOf(token)).type('form').send({ nonce });
+  /** The session cookie of a sign-in with `token`, one per token. */
+  const sessions = new Map<string, Promise<string>>();
+  const sessionOf = (token: string) => sessions.get(token) ?? sessions.set(token, h.signIn(token)).get(token)!;
+  const postImport = async (nonce: string, token = h.drive.token) =>
+    h.http
+      .post('/import')
+      .set('Origin', WEB_URL)
+      .set('Cookie', await sessionOf(token))
+      .type('form')
+      .send({ nonce });
   const linkUse = async (nonce: string) =>
     (await h.store.readStream(streams.importLink(nonce)))
       .filter((e) => e.type === 'ImportLinkUsed')
@@ -219,7 +227,7 @@ describe('partner import links (edit in)', function () {
         { uri: files.url('file', 'voice.wav'), name: '<b>Host</b>.wav', start_offset: { seconds: 0 } },
         { uri: 'https://media.example/show/guest%20track.wav?X-Sig=1', start_offset: { seconds: 1.5 } },
       ]);
-      const res = await h.http.get(`/import?nonce=${nonce}`).set('Cookie', cookieOf(h.drive.token));
+      const res = await h.http.get(`/import?nonce=${nonce}`).set('Cookie', await sessionOf(h.drive.token));
       assert.equal(res.status, 200, res.text);
       const page = squash(res.text);
       assert.ok(page.includes('<td>&lt;b&gt;Host&lt;/b&gt;.wav</td><td>127.0.0.1:'), page);
@@ -231,7 +239,7 @@ describe('partner import links (edit in)', function () {
 
     it('answers an unknown or malformed nonce with a 404 page', async () => {
       for (const nonce of ['6f1c2d3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f', 'not-a-nonce', '']) {
-        const res = await h.http.get(`/import?nonce=${nonce}`).set('Cookie', cookieOf(h.drive.token));
+        const res = await h.http.get(`/import?nonce=${nonce}`).set('Cookie', await sessionOf(h.drive.token));
         assert.equal(res.status, 404, nonce);
         assert.match(res.text, /There is no import link at this address/);
         assert.equal((await postImport(nonce)).status, 404, nonce);
@@ -243,7 +251,7 @@ describe('partner import links (edit in)', function () {
       const res = await h.http
         .post('/import')
         .set('Origin', 'https://evil.example')
-        .set('Cookie', cookieOf(h.drive.token))
+        .set('Cookie', await sessionOf(h.drive.token))
         .type('form')
         .send({ nonce });
       assert.equal(res.status, 403);
@@ -292,7 +300,7 @@ describe('partner import links (edit in)', function () {
 
     it('answers a used link with 410 on the page and the form, importing nothing more and showing no project', async () => {
       for (const token of [h.drive.token, h.other.token]) {
-        const page = await h.http.get(`/import?nonce=${imported.nonce}`).set('Cookie', cookieOf(token));
+        const page = await h.http.get(`/import?nonce=${imported.nonce}`).set('Cookie', await sessionOf(token));
         assert.equal(page.status, 410);
         assert.match(page.text, /already used/);
         assert.doesNotMatch(page.text, new RegExp(imported.projectId));
@@ -331,7 +339,7 @@ describe('partner import links (edit in)', function () {
         },
         { newId: randomIds.uuidv7, metadata: { partition_key: nonce } },
       );
-      const page = await h.http.get(`/import?nonce=${nonce}`).set('Cookie', cookieOf(h.drive.token));
+      const page = await h.http.get(`/import?nonce=${nonce}`).set('Cookie', await sessionOf(h.drive.token));
       assert.equal(page.status, 410);
       assert.match(page.text, /expired/);
       const post = await postImport(nonce);
@@ -442,6 +450,8 @@ function webApp(h: Harness, webUrl: string): Koa {
   const allowlist = parseAllowlist(['127.0.0.1']);
   const web = createWebRoutes({
     authenticate: createAuthenticator({ store: h.store, clock: systemClock, cacheTtlMs: 0 }),
+    sessions: h.sessions,
+    formLimiter: new RateLimiterMemory({ points: 10_000, duration: 60 }),
     read: h.read,
     blobs: h.processorDeps.blobs,
     webUrl,

@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Koa from 'koa';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
 import supertest from 'supertest';
 import { systemClock } from '../../lib/adapters/system/clock';
 import { revokeToken } from '../../lib/app/admin';
@@ -24,7 +25,7 @@ import { waitFor } from '../fixtures/wait';
 import { launchChromium, listenFirst, skipWithoutChromium } from '../fixtures/browser';
 
 /**
- * The project page: server-rendered HTML behind a web sign-in (session cookie holding the API
+ * The project page: server-rendered HTML behind a web sign-in (a session cookie from `POST /login`,
  * token, or a Bearer header), driven over HTTP and, when Debian's chromium is installed, in a
  * real headless browser. Projects are imported through the API with a fake OpenAI transcriber
  * (one word `w<i>` per second of audio), so compositions have real derived transcripts.
@@ -40,12 +41,21 @@ function webApp(h: Harness, webUrl: string): Koa {
   app.use(requestContext(h.logger));
   app.use(errorHandler());
   const authenticate = createAuthenticator({ store: h.store, clock: systemClock, cacheTtlMs: 0 });
-  app.use(createWebRoutes({ authenticate, read: h.read, blobs: h.processorDeps.blobs, webUrl, logger: h.logger }).routes());
+  const formLimiter = new RateLimiterMemory({ points: 10_000, duration: 60 });
+  const routes = createWebRoutes({
+    authenticate,
+    sessions: h.sessions,
+    formLimiter,
+    read: h.read,
+    blobs: h.processorDeps.blobs,
+    webUrl,
+    logger: h.logger,
+  });
+  app.use(routes.routes());
   app.use(notFoundFallback());
   return app;
 }
 
-const cookieOf = (token: string) => `mps_session=${token}`;
 /** The page's HTML with layout whitespace squeezed out, so assertions name content, not indentation. */
 const squash = (res: supertest.Response): string =>
   res.text
@@ -64,6 +74,10 @@ describe('project page (web sign-in, server-rendered HTML)', function () {
   let interview: { projectId: string; path: string; jobId: string; shortIds: string[] };
   let escaped: { projectId: string };
   let foreign: { projectId: string };
+
+  /** The session cookie of a sign-in with `token`, one per token. */
+  const sessions = new Map<string, Promise<string>>();
+  const sessionOf = (token: string) => sessions.get(token) ?? sessions.set(token, h.signIn(token)).get(token)!;
 
   const importProject = async (body: Record<string, unknown>, token = h.drive.token) => {
     const res = await h.http.post('/v1/jobs/import/project_media').set(h.auth(token)).send(body);
@@ -166,7 +180,7 @@ describe('project page (web sign-in, server-rendered HTML)', function () {
     assert.deepEqual(setCookies(res), []);
   });
 
-  it('signs in with a valid token: the session cookie, then a 303 to the page asked for', async () => {
+  it('signs in with a valid token: an opaque session cookie, then a 303 to the page asked for', async () => {
     const res = await web
       .post('/login')
       .set('Origin', WEB_URL)
@@ -175,19 +189,20 @@ describe('project page (web sign-in, server-rendered HTML)', function () {
     assert.equal(res.status, 303, res.text);
     assert.equal(res.headers.location, interview.path);
     const [cookie] = setCookies(res);
-    assert.equal(cookie, `mps_session=${h.drive.token}; Path=/; Max-Age=28800; HttpOnly; SameSite=Lax`);
+    assert.match(cookie, /^mps_session=[A-Za-z0-9_-]{43}; Path=\/; Max-Age=3600; HttpOnly; SameSite=Lax$/);
+    assert.ok(!cookie.includes(h.drive.token), 'the cookie is not the API token');
 
     const https = await supertest(webApp(h, 'https://web.example').callback()).post('/login').type('form').send({ token: h.drive.token });
     assert.equal(https.headers.location, '/', 'no next: the signed-in landing');
     assert.match(setCookies(https)[0], /; Secure$/, 'Secure when WEB_URL is https');
 
-    const landing = await web.get('/').set('Cookie', cookieOf(h.drive.token));
+    const landing = await web.get('/').set('Cookie', cookie.split(';')[0]);
     assert.equal(landing.status, 200);
     assert.match(squash(landing), /signed in to the drive<strong>Test drive<\/strong>/);
   });
 
   it('shows the project to a member: name, folder, media with durations, transcripts with speakers, jobs', async () => {
-    const res = await web.get(interview.path).set('Cookie', cookieOf(h.drive.token));
+    const res = await web.get(interview.path).set('Cookie', await sessionOf(h.drive.token));
     assert.equal(res.status, 200, res.text);
     assert.match(res.headers['content-type'], /^text\/html; charset=utf-8/);
     const page = squash(res);
@@ -214,7 +229,7 @@ describe('project page (web sign-in, server-rendered HTML)', function () {
 
   it('puts the composition of the short id first and highlights it; an unknown short id is 404', async () => {
     const [, main, pod] = interview.shortIds;
-    const res = await web.get(`/${interview.projectId}/${pod}`).set('Cookie', cookieOf(h.drive.token));
+    const res = await web.get(`/${interview.projectId}/${pod}`).set('Cookie', await sessionOf(h.drive.token));
     assert.equal(res.status, 200);
     const order = [...squash(res).matchAll(/<section class="composition( focus)?" id="c-(\w+)">/g)].map((m) => [m[2], !!m[1]]);
     assert.deepEqual(order, [
@@ -224,7 +239,7 @@ describe('project page (web sign-in, server-rendered HTML)', function () {
     ]);
     const unknown = interview.shortIds.includes('fffff') ? '00000' : 'fffff';
     for (const path of [`/${interview.projectId}/${unknown}`, `/${interview.projectId}/not-hex`]) {
-      const miss = await web.get(path).set('Cookie', cookieOf(h.drive.token));
+      const miss = await web.get(path).set('Cookie', await sessionOf(h.drive.token));
       assert.equal(miss.status, 404, path);
       assert.match(miss.text, /There is no (composition fffff|composition 00000|such composition) in this project/);
     }
@@ -241,28 +256,28 @@ describe('project page (web sign-in, server-rendered HTML)', function () {
 
   it('ends the session the moment its token is revoked, and clears the cookie', async () => {
     const fresh = await h.newToken();
-    assert.equal((await web.get(interview.path).set('Cookie', cookieOf(fresh.token))).status, 200);
+    assert.equal((await web.get(interview.path).set('Cookie', await sessionOf(fresh.token))).status, 200);
     await revokeToken(h.admin, fresh.token_id);
-    const res = await web.get(interview.path).set('Cookie', cookieOf(fresh.token));
+    const res = await web.get(interview.path).set('Cookie', await sessionOf(fresh.token));
     assert.equal(res.status, 303);
     assert.match(res.headers.location, /^\/login\?next=/);
     assert.match(setCookies(res)[0], /^mps_session=; Path=\/; Max-Age=0/);
   });
 
   it("answers another drive's project with 403 without naming it", async () => {
-    const res = await web.get(`/${foreign.projectId}`).set('Cookie', cookieOf(h.drive.token));
+    const res = await web.get(`/${foreign.projectId}`).set('Cookie', await sessionOf(h.drive.token));
     assert.equal(res.status, 403);
     assert.match(res.text, /not a project of your drive/);
     assert.doesNotMatch(res.text, /Secret plans/);
-    const owner = await web.get(`/${foreign.projectId}`).set('Cookie', cookieOf(h.other.token));
+    const owner = await web.get(`/${foreign.projectId}`).set('Cookie', await sessionOf(h.other.token));
     assert.match(owner.text, /Secret plans of the other drive/, 'its own drive sees it');
   });
 
   it('answers 404 pages for a project that does not exist, and leaves other paths to the API', async () => {
-    const other = await web.get('/not-a-uuid').set('Cookie', cookieOf(h.drive.token));
+    const other = await web.get('/not-a-uuid').set('Cookie', await sessionOf(h.drive.token));
     assert.equal(other.status, 404, 'not a page: the API answers it');
     for (const path of ['/12345678-1234-1234-1234-123456789abc', '/12345678-1234-1234-1234-123456789abc/abcde']) {
-      const res = await web.get(path).set('Cookie', cookieOf(h.drive.token));
+      const res = await web.get(path).set('Cookie', await sessionOf(h.drive.token));
       assert.equal(res.status, 404, path);
       assert.match(res.headers['content-type'], /^text\/html/);
       assert.match(res.text, /<h1>Not found<\/h1>/);
@@ -270,7 +285,7 @@ describe('project page (web sign-in, server-rendered HTML)', function () {
   });
 
   it('renders user-chosen names as text: a project named <script> runs nothing', async () => {
-    const res = await web.get(`/${escaped.projectId}`).set('Cookie', cookieOf(h.drive.token));
+    const res = await web.get(`/${escaped.projectId}`).set('Cookie', await sessionOf(h.drive.token));
     assert.equal(res.status, 200);
     assert.ok(squash(res).includes('<h1>&lt;script&gt;alert(1)&lt;/script&gt;</h1>'), res.text);
     assert.ok(squash(res).includes('<title>&lt;script&gt;alert(1)&lt;/script&gt; ·'));
@@ -308,7 +323,10 @@ describe('project page (web sign-in, server-rendered HTML)', function () {
   });
 
   it('signs out: the cookie is cleared and the browser goes to the login form', async () => {
-    const res = await web.post('/logout').set('Origin', WEB_URL).set('Cookie', cookieOf(h.drive.token));
+    const res = await web
+      .post('/logout')
+      .set('Origin', WEB_URL)
+      .set('Cookie', await h.signIn());
     assert.equal(res.status, 303);
     assert.equal(res.headers.location, '/login');
     assert.match(setCookies(res)[0], /^mps_session=; Path=\/; Max-Age=0; HttpOnly; SameSite=Lax$/);
@@ -316,7 +334,7 @@ describe('project page (web sign-in, server-rendered HTML)', function () {
   });
 
   it('leaves /v1 paths to the API mounted after it', async () => {
-    const res = await web.get('/v1/projects').set('Cookie', cookieOf(h.drive.token));
+    const res = await web.get('/v1/projects').set('Cookie', await sessionOf(h.drive.token));
     assert.equal(res.status, 404);
     assert.equal(res.body.error, 'not_found', 'the JSON fallback answered, not a page');
   });
@@ -346,6 +364,7 @@ describe('project page (web sign-in, server-rendered HTML)', function () {
       assert.equal(focused, 'Main', 'the composition of the project_url is the highlighted one');
       const cookie = (await page.context().cookies()).find((c) => c.name === 'mps_session');
       assert.ok(cookie?.httpOnly && cookie.sameSite === 'Lax');
+      assert.ok(!cookie.value.includes(h.drive.token), 'the browser holds a session id, not the API token');
       assert.deepEqual(violations, []);
 
       mkdirSync('test-results', { recursive: true });

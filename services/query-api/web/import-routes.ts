@@ -18,7 +18,9 @@ export type PageHelpers = {
   /** The signed-in principal, or null after redirecting to the login form, which then returns to `back`. */
   signedIn: (ctx: Context, back?: string) => Promise<Principal | null>;
   redirect: (ctx: Context, location: string) => null;
-  /** The form of a POST, refused when another site's page posted it (as the login form is). */
+  /** Counts the request against its client address's import limit; throws a 429 over it. */
+  throttle: (ctx: Context) => Promise<void>;
+  /** The form of a POST, refused when another site's page posted it (as the login form is), and throttled as `throttle` does. */
   readPostedForm: (ctx: Context) => Promise<URLSearchParams>;
   /** Notes the token's write (read-your-writes): the page it goes to next reflects it. */
   wrote: (tokenId: string) => void;
@@ -34,13 +36,14 @@ export type PageHelpers = {
 export function mountImportPage(
   router: Router,
   imports: UrlImportDeps,
-  { page, signedIn, redirect, readPostedForm, wrote }: PageHelpers,
+  { page, signedIn, redirect, throttle, readPostedForm, wrote }: PageHelpers,
 ): void {
   const links = importLinks(imports);
   const back = (nonce: string) => `/import?nonce=${encodeURIComponent(nonce)}`;
   router.get(
     '/import',
     page(async (ctx) => {
+      await throttle(ctx);
       const nonce = typeof ctx.query.nonce === 'string' ? ctx.query.nonce : '';
       const who = await signedIn(ctx, back(nonce));
       if (!who) return null;

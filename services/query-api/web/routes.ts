@@ -1,12 +1,16 @@
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { UrlImportDeps } from '../../../lib/app/import';
 import type { ReadYourWrites } from '../../../lib/app/consistency';
 import type { Authenticate, Principal } from '../../../lib/app/tenancy';
+import type { WebSessions } from '../../../lib/app/web-sessions';
 import { AppError, forbidden, notFound } from '../../../lib/domain/errors';
 import { isUuid } from '../../../lib/domain/ids';
-import type { ApiState } from '../../../lib/http/middleware';
+import { clientAddress } from '../../../lib/http/client-address';
+import { consumeRateLimit } from '../../../lib/http/guards';
+import { AppErrorWithHeaders, type ApiState } from '../../../lib/http/middleware';
 import type { BlobStore } from '../../../lib/ports/blob-store';
 import type { ReadQueries } from '../../../lib/ports/read-store';
 import { compositionWords, loadProjectView, recentJobs, type ProjectView } from '../project-view';
@@ -26,6 +30,15 @@ import { clearedSessionCookie, isForeignOrigin, readForm, SESSION_COOKIE, safeNe
 
 export type WebRoutesDeps = {
   authenticate: Authenticate;
+  /** Where sign-ins are kept: the cookie holds only a session id. */
+  sessions: WebSessions;
+  /**
+   * Per client address, the `POST /login`s and `/import`s it may make in the limiter's window
+   * (each with a key of its own: `login:<address>`, `import:<address>`).
+   */
+  formLimiter: RateLimiterAbstract;
+  /** Proxies in front whose `X-Forwarded-For` entry is believed (lib/http/client-address.ts); 0 unless told. */
+  trustedProxyHops?: number;
   read: ReadQueries;
   blobs: BlobStore;
   /** WEB_URL: its origin is the only one a login form may be posted from; `https:` makes the cookie Secure. */
@@ -75,17 +88,26 @@ export function createWebRoutes(deps: WebRoutesDeps): Router {
     const header = ctx.get('authorization');
     // A client that sends its own token is not a browser that could sign in: a bad one is a 401 page.
     if (header) return deps.authenticate(header);
-    const token = ctx.cookies.get(SESSION_COOKIE);
-    if (token) {
-      try {
-        return await deps.authenticate(`Bearer ${token}`);
-      } catch (err) {
-        if (!(err instanceof AppError && err.code === 'unauthorized')) throw err;
-        ctx.set('Set-Cookie', clearedSessionCookie(secure));
-      }
+    const sessionId = ctx.cookies.get(SESSION_COOKIE);
+    if (sessionId) {
+      const who = await deps.sessions.principal(sessionId);
+      if (who) return who;
+      ctx.set('Set-Cookie', clearedSessionCookie(secure));
     }
     redirect(ctx, `/login?next=${encodeURIComponent(back)}`);
     return null;
+  }
+
+  /** Counts the request against its client address's limit for `what`; over it, a 429 page with Retry-After. */
+  async function throttle(ctx: Context, what: 'login' | 'import'): Promise<void> {
+    try {
+      ctx.set(await consumeRateLimit(deps.formLimiter, `${what}:${clientAddress(ctx, deps.trustedProxyHops)}`));
+    } catch (err) {
+      if (!(err instanceof AppErrorWithHeaders && err.code === 'rate_limit_exceeded')) throw err;
+      const tries = what === 'login' ? 'sign-in attempts' : 'imports';
+      const message = `Too many ${tries} from your address. Try again in ${err.headers['Retry-After']} seconds.`;
+      throw new AppErrorWithHeaders(err.code, message, err.headers);
+    }
   }
 
   router.get(
@@ -97,17 +119,20 @@ export function createWebRoutes(deps: WebRoutesDeps): Router {
     '/login',
     page(async (ctx) => {
       refuseForeignOrigin(ctx, web.origin);
+      await throttle(ctx, 'login').catch((err) => closeUnread(ctx, err));
       const form = await readFormClosingOnError(ctx, limitBytes);
       const next = safeNext(form.get('next')) ?? '/';
       const token = (form.get('token') ?? '').trim();
+      let who: Principal;
       try {
-        await deps.authenticate(`Bearer ${token}`);
+        who = await deps.authenticate(`Bearer ${token}`);
       } catch (err) {
         if (!(err instanceof AppError && err.code === 'unauthorized')) throw err;
         send(ctx, 401, loginPage({ next, message: 'That token is not valid, or it was revoked.' }));
         return null;
       }
-      ctx.set('Set-Cookie', sessionCookie(token, secure));
+      const session = await deps.sessions.start(who);
+      ctx.set('Set-Cookie', sessionCookie(session.id, session.maxAgeSeconds, secure));
       return redirect(ctx, next);
     }),
   );
@@ -116,6 +141,8 @@ export function createWebRoutes(deps: WebRoutesDeps): Router {
     '/logout',
     page(async (ctx) => {
       refuseForeignOrigin(ctx, web.origin);
+      const sessionId = ctx.cookies.get(SESSION_COOKIE);
+      if (sessionId) await deps.sessions.end(sessionId);
       ctx.set('Set-Cookie', clearedSessionCookie(secure));
       return redirect(ctx, '/login');
     }),
@@ -134,8 +161,10 @@ export function createWebRoutes(deps: WebRoutesDeps): Router {
       page,
       signedIn,
       redirect,
+      throttle: (ctx) => throttle(ctx, 'import'),
       readPostedForm: async (ctx) => {
         refuseForeignOrigin(ctx, web.origin);
+        await throttle(ctx, 'import').catch((err) => closeUnread(ctx, err));
         return readFormClosingOnError(ctx, limitBytes);
       },
       wrote: (tokenId) => deps.consistency?.afterWrite(tokenId),
@@ -202,10 +231,15 @@ async function readFormClosingOnError(ctx: Context, limitBytes: number): Promise
   try {
     return await readForm(ctx, { limitBytes });
   } catch (err) {
-    // What is left of the body must not be read as the next request on this connection.
-    if (!ctx.req.complete) ctx.set('Connection', 'close');
-    throw err;
+    return closeUnread(ctx, err);
   }
+}
+
+/** Rethrows `err`, closing the connection when the request's body was not read whole. */
+function closeUnread(ctx: Context, err: unknown): never {
+  // What is left of the body must not be read as the next request on this connection.
+  if (!ctx.req.complete) ctx.set('Connection', 'close');
+  throw err;
 }
 
 function send(ctx: Context, status: number, body: Html): void {
@@ -223,6 +257,7 @@ const TITLES = new Map<number, string>([
   [410, 'Gone'],
   [413, 'Too large'],
   [415, 'Unsupported form'],
+  [429, 'Too many requests'],
   [500, 'Server error'],
 ]);
 
@@ -232,6 +267,7 @@ function answerError(deps: WebRoutesDeps, ctx: Context, err: unknown): void {
   const status = known ? err.status : err instanceof AppError ? err.status : 500;
   const message = known ? err.message : 'Something went wrong on our side. Try again in a moment.';
   if (status === 401) ctx.set('WWW-Authenticate', 'Bearer');
+  if (err instanceof AppErrorWithHeaders) ctx.set(err.headers);
   // A failed page must not keep what a half-done handler set (a redirect's Location).
   ctx.remove('Location');
   send(ctx, status, errorPage(status, TITLES.get(status) ?? 'Unavailable', message));

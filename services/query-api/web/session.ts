@@ -3,18 +3,19 @@ import { AppError, invalidInput } from '../../../lib/domain/errors';
 import { UnsupportedMediaType } from '../../../lib/http/middleware';
 
 /**
- * The web session. The cookie holds the API token itself, not a server-side session id: there is
- * no session store to keep, and revoking the token (admin CLI) ends every session it backs on the
- * next request, bounded only by the authenticator's cache TTL. The token never reaches scripts
- * (HttpOnly, and the pages run none) and only travels back to this site (SameSite=Lax).
+ * The web session cookie. It holds an opaque session id (lib/app/web-sessions.ts), never the API
+ * token: the id is useless on /v1, and signing out or revoking the token ends it server-side,
+ * wherever the cookie was copied. HttpOnly (the pages run no scripts anyway); SameSite=Lax, not
+ * Strict, because a partner sends the user here with a cross-site link to `/import?nonce=…`, and
+ * under Strict that first GET would arrive without the cookie and ask a signed-in user to sign
+ * in again. Lax still keeps it off cross-site POSTs.
  */
 
 export const SESSION_COOKIE = 'mps_session';
-export const SESSION_SECONDS = 8 * 60 * 60;
 
 /** `Set-Cookie` written by hand: Koa's cookies refuse `Secure` when TLS ends at a proxy that does not say so. */
-export function sessionCookie(token: string, secure: boolean): string {
-  return `${SESSION_COOKIE}=${token}; Path=/; Max-Age=${SESSION_SECONDS}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+export function sessionCookie(sessionId: string, maxAgeSeconds: number, secure: boolean): string {
+  return `${SESSION_COOKIE}=${sessionId}; Path=/; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
 }
 
 export const clearedSessionCookie = (secure: boolean): string =>
