@@ -117,11 +117,12 @@ export function openRateLimiter(config: Config, mongo?: MongoClient): RateLimite
   return mongo ? new RateLimiterMongo({ ...options, storeClient: mongo }) : new RateLimiterMemory(options);
 }
 
-export function openMedia(config: Config) {
+/** `logger` receives what ffprobe says of files it cannot read (users get a fixed message). */
+export function openMedia(config: Config, logger?: Logger) {
   const { ffmpeg, ffprobe } = resolveFfmpegPaths();
   return {
     blobs: openBlobStore(config),
-    prober: createFfprobeProber({ ffprobePath: ffprobe }),
+    prober: createFfprobeProber({ ffprobePath: ffprobe, logger }),
     fetcher: createOutboundFetcher({ allowlist: config.outboundAllowlist, userAgent: 'Servicebot/1.0' }),
     transcriber: createTranscriber(config.transcriber, { ffmpegPath: ffmpeg }),
   };
