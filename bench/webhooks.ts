@@ -10,6 +10,7 @@ import { createSqliteEventStore } from '../lib/adapters/embedded/event-store';
 import { createSqliteReadStore } from '../lib/adapters/embedded/read-store';
 import { createOutboundFetcher } from '../lib/adapters/http/outbound-fetcher';
 import { randomIds, systemClock } from '../lib/adapters/system/clock';
+import { createSecretBox } from '../lib/adapters/system/secret-box';
 import { createDrive } from '../lib/app/admin';
 import type { NewEvent } from '../lib/ports/event-store';
 import { startProjector } from '../services/query-api/projector';
@@ -45,7 +46,9 @@ export async function measureWebhooks(count = Number(process.env.BENCH_WEBHOOKS 
   const deadLetters = createSqliteDeadLetterStore({ path: join(dir, 'events.sqlite') });
   const log = createEmbeddedEventLog({ store, logger, deadLetters });
   try {
-    const drive = await createDrive({ store, clock: systemClock, ids: randomIds }, { name: 'Bench' });
+    // Sealed as the services seal it: each delivery opens the drive's secret.
+    const secrets = createSecretBox(`${randomUUID()}${randomUUID()}`);
+    const drive = await createDrive({ store, clock: systemClock, ids: randomIds, secrets }, { name: 'Bench' });
     for (let i = 0; i < count; i += 250) {
       const chunk = Array.from({ length: Math.min(250, count - i) }, () => stoppedJob(drive.drive_id, `http://127.0.0.1:${port}/hook`));
       await Promise.all(chunk.map((j) => store.append(j.streamId, j.events, 'no_stream')));
@@ -61,6 +64,7 @@ export async function measureWebhooks(count = Number(process.env.BENCH_WEBHOOKS 
       ids: randomIds,
       fetcher: createOutboundFetcher({ allowlist: ['127.0.0.1'] }),
       workerId: 'bench',
+      secrets,
       scheduleSeconds: [1],
       pollMs: 50,
       perHost: 16,

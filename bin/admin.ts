@@ -4,7 +4,7 @@ import { generateWebhookSecret } from '../lib/app/tokens';
 import { AppError } from '../lib/domain/errors';
 import type { AccessLevel, DriveUpdated } from '../lib/domain/tenancy';
 import { ConfigError, loadConfig } from '../lib/config';
-import { openDeadLetters, openEventStore, openReadStore } from '../lib/adapters/from-config';
+import { openDeadLetters, openEventStore, openReadStore, openSecretBox } from '../lib/adapters/from-config';
 import type { DeadLetterStore } from '../lib/ports/dead-letters';
 import { randomIds, systemClock } from '../lib/adapters/system/clock';
 
@@ -32,7 +32,8 @@ async function run(action: (deps: AdminDeps) => Promise<unknown>) {
   const config = loadConfig();
   const store = openEventStore(config);
   try {
-    process.stdout.write(`${JSON.stringify(await action({ store, clock: systemClock, ids: randomIds }), null, 2)}\n`);
+    const deps = { store, clock: systemClock, ids: randomIds, secrets: openSecretBox(config) };
+    process.stdout.write(`${JSON.stringify(await action(deps), null, 2)}\n`);
   } finally {
     await store.close();
   }

@@ -84,6 +84,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       AGENT_MODELS_FILE: str({ default: undefined }),
       OUTBOUND_ALLOWLIST: allowlist({ default: [] }),
       SIGNING_SECRET: str({ default: undefined }),
+      SECRETS_KEY: str({ default: undefined }),
       DOWNLOAD_URL_TTL: duration({ default: 3600 }),
       UPLOAD_URL_TTL: duration({ default: 3 * 3600 }),
       RATE_LIMIT_PER_MINUTE: positiveInt({ default: 600 }),
@@ -118,6 +119,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
   if (raw.SIGNING_SECRET !== undefined && raw.SIGNING_SECRET.length < 16) {
     throw new ConfigError('invalid configuration: SIGNING_SECRET: must be at least 16 characters (32 random bytes recommended)');
   }
+  if (raw.SECRETS_KEY !== undefined && raw.SECRETS_KEY.length < 32) {
+    throw new ConfigError('invalid configuration: SECRETS_KEY: must be at least 32 characters (32 random bytes, base64, recommended)');
+  }
   const port_ = raw.PORT;
   return {
     port: port_,
@@ -131,6 +135,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     agent: { llmUrl: raw.AGENT_LLM_URL, llmApiKey: raw.AGENT_LLM_API_KEY, modelsFile: raw.AGENT_MODELS_FILE },
     outboundAllowlist: raw.OUTBOUND_ALLOWLIST,
     signingSecret: raw.SIGNING_SECRET,
+    /** Seals the webhook secrets that events carry; unset: DATA_DIR/secrets.key, made on first use. */
+    secretsKey: raw.SECRETS_KEY,
     downloadUrlTtlSeconds: raw.DOWNLOAD_URL_TTL,
     uploadUrlTtlSeconds: raw.UPLOAD_URL_TTL,
     rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE,

@@ -21,6 +21,9 @@ export const exitOnFatal =
 
 export function runService(name: string, start: (config: Config, logger: Logger) => Promise<() => Promise<void>>): void {
   let logger: Logger | undefined;
+  // Whatever this process (or a child: the worker, ffmpeg) creates is its user's alone: DATA_DIR
+  // holds every tenant's media and the event store. Adapters also set modes themselves (private-files.ts).
+  process.umask(0o077);
   (async () => {
     const config = loadConfig();
     logger = createLogger(config.logLevel, name);

@@ -1,6 +1,6 @@
 import type { MongoClient } from 'mongodb';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterMongo, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -11,6 +11,7 @@ import type { EventLog, LogProducer } from '../ports/event-log';
 import type { EventStore } from '../ports/event-store';
 import type { ReadQueries, ReadStore } from '../ports/read-store';
 import type { SearchIndex } from '../ports/search-index';
+import type { SecretBox } from '../ports/secret-box';
 import { createSqliteDeadLetterStore } from './embedded/dead-letters';
 import { createEmbeddedEventLog } from './embedded/event-log';
 import { createSqliteEventStore, type SqliteEventStore } from './embedded/event-store';
@@ -20,6 +21,8 @@ import { createFfprobeProber } from './ffmpeg/prober';
 import { resolveFfmpegPaths } from './ffmpeg/binaries';
 import { createOutboundFetcher, literalRefusal, parseAllowlist } from './http/outbound-fetcher';
 import { createLocalBlobStore } from './local/blob-store';
+import { createSecretBox } from './system/secret-box';
+import { makePrivateDir, PRIVATE_FILE_MODE } from './local/private-files';
 import { createTranscriber } from './transcriber/from-config';
 
 /**
@@ -34,7 +37,7 @@ const distributed = (): typeof import('./distributed') => require('./distributed
 
 export function openEventStore(config: Config): EventStore | SqliteEventStore {
   if (config.esdbUrl) return distributed().esdbEventStore(config.esdbUrl);
-  mkdirSync(config.dataDir, { recursive: true });
+  makePrivateDir(config.dataDir);
   return createSqliteEventStore({ path: join(config.dataDir, 'events.sqlite') });
 }
 
@@ -51,7 +54,7 @@ export function openDeadLetters(config: Config, readSide: ReadSide, logger?: Log
   if (readSide.mongo) {
     store = Object.assign(distributed().mongoDeadLetters(readSide.mongo), { close: async () => undefined });
   } else {
-    mkdirSync(config.dataDir, { recursive: true });
+    makePrivateDir(config.dataDir);
     const sqlite = createSqliteDeadLetterStore({ path: join(config.dataDir, 'events.sqlite') });
     // A copy, not Object.assign onto `sqlite`: its close would then call itself (a stack overflow on every stop).
     store = { ...sqlite, close: async () => sqlite.close() };
@@ -95,7 +98,7 @@ export async function openReadStore(config: Config, options: { moves?: () => num
     const { mongo, read, search } = await distributed().mongoReadSide(config.mongoUrl);
     return { read, queries: read, search, mongo, caches: {}, close: () => mongo.close() };
   }
-  mkdirSync(config.dataDir, { recursive: true });
+  makePrivateDir(config.dataDir);
   const read = createSqliteReadStore({ path: join(config.dataDir, 'read.sqlite') });
   const search = createSqliteSearchIndex({ path: join(config.dataDir, 'search.sqlite') });
   return {
@@ -123,11 +126,12 @@ export function openWebFormLimiter(config: Config, mongo?: MongoClient): RateLim
   return mongo ? new RateLimiterMongo({ ...options, storeClient: mongo }) : new RateLimiterMemory(options);
 }
 
-export function openMedia(config: Config) {
+/** `logger` receives what ffprobe says of files it cannot read (users get a fixed message). */
+export function openMedia(config: Config, logger?: Logger) {
   const { ffmpeg, ffprobe } = resolveFfmpegPaths();
   return {
     blobs: openBlobStore(config),
-    prober: createFfprobeProber({ ffprobePath: ffprobe }),
+    prober: createFfprobeProber({ ffprobePath: ffprobe, logger }),
     fetcher: createOutboundFetcher({ allowlist: config.outboundAllowlist, userAgent: 'Servicebot/1.0' }),
     transcriber: createTranscriber(config.transcriber, { ffmpegPath: ffmpeg }),
   };
@@ -143,23 +147,39 @@ export const openBlobStore = (config: Config) =>
  * that run apart must share SIGNING_SECRET (the compose file sets it).
  */
 export function openSigningSecret(config: Config): string {
-  if (config.signingSecret) return config.signingSecret;
-  const path = join(config.dataDir, 'signing.key');
+  return config.signingSecret ?? keyFile(config, 'signing.key');
+}
+
+/**
+ * What seals the webhook secrets in drive events: SECRETS_KEY, else DATA_DIR/secrets.key, made
+ * on first use (0600). Never in the event store or the log, so neither holds a usable secret.
+ * Every process that creates drives or signs deliveries must have the same key.
+ */
+export function openSecretBox(config: Config): SecretBox {
+  return createSecretBox(config.secretsKey ?? keyFile(config, 'secrets.key'));
+}
+
+/** A random key kept in DATA_DIR/`name` (0600); whoever makes it first wins, the others read theirs. */
+function keyFile(config: Config, name: string): string {
+  const path = join(config.dataDir, name);
   try {
     return readFileSync(path, 'utf8').trim();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  mkdirSync(config.dataDir, { recursive: true });
-  const secret = randomBytes(32).toString('base64url');
+  makePrivateDir(config.dataDir);
+  // Written whole under another name, then linked: a process that finds the file finds it full.
+  const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  writeFileSync(temp, `${randomBytes(32).toString('base64url')}\n`, { mode: PRIVATE_FILE_MODE, flag: 'wx' });
   try {
-    writeFileSync(path, `${secret}\n`, { mode: 0o600, flag: 'wx' });
-    return secret;
+    linkSync(temp, path);
   } catch (err) {
     // Another process of this DATA_DIR made it first: theirs is the one.
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return readFileSync(path, 'utf8').trim();
-    throw err;
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  } finally {
+    unlinkSync(temp);
   }
+  return readFileSync(path, 'utf8').trim();
 }
 
 /** The command API's early check of media and callback URLs against the outbound guard. */

@@ -3,13 +3,21 @@ import { streams } from '../domain/ids';
 import { DEFAULT_SETTINGS, type DriveSettings, type DriveUpdated, driveDecider, tokenDecider } from '../domain/tenancy';
 import type { Clock, Ids } from '../ports/clock';
 import type { EventStore } from '../ports/event-store';
+import type { SecretBox } from '../ports/secret-box';
 import { handleCommand, loadState } from './command-handler';
 import { createBalances } from './balances';
 import { generateToken, generateWebhookSecret } from './tokens';
 
 /** Operator use cases behind `npm run admin` (DESIGN §6). They write to the event store only. */
 
-export type AdminDeps = { store: EventStore; clock: Clock; ids: Ids };
+/**
+ * `secrets` seals webhook secrets before they go into drive events (the CLI always passes it).
+ * Without it they are stored as given, as before sealing existed: only tests omit it.
+ */
+export type AdminDeps = { store: EventStore; clock: Clock; ids: Ids; secrets?: SecretBox };
+
+/** What a drive event carries of a webhook secret: sealed for that drive when a SecretBox is at hand. */
+const stored = (deps: AdminDeps, driveId: string, secret: string): string => deps.secrets?.seal(secret, driveId) ?? secret;
 
 const meta = (driveId: string) => ({ partition_key: driveId, drive_id: driveId, actor: 'admin-cli' });
 
@@ -31,7 +39,7 @@ export async function createDrive(
     driveDecider,
     {
       type: 'CreateDrive',
-      drive: { drive_id: driveId, name: input.name, webhook_secret: webhookSecret, settings },
+      drive: { drive_id: driveId, name: input.name, webhook_secret: stored(deps, driveId, webhookSecret), settings },
       now: deps.clock.now().toISOString(),
     },
     { newId: deps.ids.uuid, metadata: meta(driveId) },
@@ -78,7 +86,12 @@ export async function updateDrive(deps: AdminDeps, driveId: string, changes: Dri
     deps.store,
     streams.drive(driveId),
     driveDecider,
-    { type: 'UpdateDrive', changes, now: deps.clock.now().toISOString() },
+    {
+      type: 'UpdateDrive',
+      changes:
+        changes.webhook_secret === undefined ? changes : { ...changes, webhook_secret: stored(deps, driveId, changes.webhook_secret) },
+      now: deps.clock.now().toISOString(),
+    },
     { newId: deps.ids.uuid, metadata: meta(driveId) },
   );
   if (!result.state.exists) throw new AppError('not_found', `drive ${driveId} does not exist`);
@@ -87,7 +100,7 @@ export async function updateDrive(deps: AdminDeps, driveId: string, changes: Dri
     drive_name: result.state.name,
     settings: result.state.settings,
     // Shown when rotated (as at creation, the only times it is printed).
-    ...(changes.webhook_secret !== undefined && { webhook_secret: result.state.webhookSecret }),
+    ...(changes.webhook_secret !== undefined && { webhook_secret: changes.webhook_secret }),
   };
 }
 

@@ -70,6 +70,19 @@ function containerOf(probe: ProbedMedia): { id: Container; label: string } {
   return { id: BY_DEMUXER.get(probe.formatName) ?? 'other', label: LABELS.get(probe.formatName) ?? printable(probe.formatName) };
 }
 
+/**
+ * The demuxers ffprobe and ffmpeg may open a stored file with (their `-format_whitelist`): those
+ * of the accepted formats, and single-file containers and pictures the refusal names. Never a
+ * playlist or indirection demuxer (hls, dash, concat, image2 with its file patterns, imf…): those
+ * open other files or URLs the file names, which would tell a tenant what the server's disk holds.
+ * The ISO base media demuxer (`mov`) follows external data references only when asked to.
+ */
+export const READABLE_DEMUXERS: readonly string[] = [
+  ...['wav', 'flac', 'aac', 'mp3', 'mov', 'png_pipe', 'jpeg_pipe'],
+  ...['ogg', 'matroska', 'avi', 'asf', 'flv', 'mpegts', 'mpeg', 'aiff', 'caf', 'w64', 'amr'],
+  ...['gif', 'apng', 'webp_pipe', 'bmp_pipe', 'tiff_pipe'],
+];
+
 // ---- codecs ---------------------------------------------------------------------------------
 
 const PCM = /^(pcm|adpcm)_/;

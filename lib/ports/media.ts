@@ -22,6 +22,6 @@ export interface ProbeResult extends ProbedMedia {
 }
 
 export interface MediaProber {
-  /** Probes a local file. Rejects with a non-retriable error when the file is not media ffprobe can read. */
+  /** Probes a local file. Rejects with a non-retriable error, in words fit for a user, when the file is not media it can read. */
   probe(path: string, options?: { signal?: AbortSignal }): Promise<ProbeResult>;
 }

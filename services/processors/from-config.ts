@@ -19,7 +19,7 @@ export const processorsDeps = (
   stores: { store: EventStore; read: ReadStore; log: EventLog },
   extra: { observer?: JobObserver; onFatal?: (err: Error) => void } = {},
 ): ProcessorsDeps => {
-  const media = openMedia(config);
+  const media = openMedia(config, logger);
   return {
     ...media,
     uploads: createLocalUploadStore({ root: join(config.dataDir, 'uploads'), localPath: media.blobs.localPath }),

@@ -97,7 +97,7 @@ async function jobDocument(d: Dispatching, due: DueDelivery): Promise<{ body: st
   const { state: drive } = await d.on.drives.load(due.driveId);
   if (!job || !drive.exists) return null;
   await effectsProjected(d, due.jobId, endedAt(job));
-  return { body: JSON.stringify(renderJob(job)), secret: drive.webhookSecret };
+  return { body: JSON.stringify(renderJob(job)), secret: d.deps.secrets.open(drive.webhookSecret, due.driveId) };
 }
 
 /**

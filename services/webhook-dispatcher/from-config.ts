@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
+import { openSecretBox } from '../../lib/adapters/from-config';
 import { createOutboundFetcher } from '../../lib/adapters/http/outbound-fetcher';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import type { Config } from '../../lib/config';
@@ -24,4 +25,5 @@ export const dispatcherDeps = (
   fetcher: createOutboundFetcher({ allowlist: config.outboundAllowlist, userAgent: 'Servicebot/1.0 (webhooks)' }),
   workerId: config.workerId ?? `${hostname()}:${process.pid}`,
   scheduleSeconds: config.webhookRetryScheduleSeconds ?? DEFAULT_RETRY_SCHEDULE,
+  secrets: openSecretBox(config),
 });

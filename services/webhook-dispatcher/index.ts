@@ -7,6 +7,7 @@ import type { EventLog, LogSubscription } from '../../lib/ports/event-log';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { OutboundFetcher } from '../../lib/ports/outbound';
 import type { Doc, ReadStore } from '../../lib/ports/read-store';
+import type { SecretBox } from '../../lib/ports/secret-box';
 import { DELIVERIES } from '../../lib/read-models/deliveries';
 import { attempt, handlersOf, nowIso, onDelivery, type Dispatching } from './attempt';
 
@@ -50,6 +51,8 @@ export type DispatcherDeps = {
    * (read-your-writes, lib/app/consistency.ts). Without it the document is sent as folded.
    */
   projected?: Watermark;
+  /** Opens the drives' sealed webhook secrets (lib/ports/secret-box.ts); plain ones from before sealing pass through. */
+  secrets: SecretBox;
 };
 
 export type Dispatcher = { stop(): Promise<void>; subscription: LogSubscription | null; idle(): Promise<void> };

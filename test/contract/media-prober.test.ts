@@ -5,7 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { resolveFfmpegPaths } from '../../lib/adapters/ffmpeg/binaries';
-import { createFfprobeProber } from '../../lib/adapters/ffmpeg/prober';
+import pino from 'pino';
+import { createAudioChunkExtractor } from '../../lib/adapters/ffmpeg/audio';
+import { createFfprobeProber, NOT_MEDIA } from '../../lib/adapters/ffmpeg/prober';
 import { AppError } from '../../lib/domain/errors';
 import { acceptMedia, SUPPORTED_MEDIA } from '../../lib/domain/media-formats';
 import { makeMediaSamples, type SampleKind } from '../fixtures/media-files';
@@ -55,16 +57,55 @@ describe('MediaProber: ffprobe', () => {
     assert.equal(result.width, 160);
   });
 
-  it('rejects a text file with a non-retriable invalid_input error that hides the server path', async () => {
+  it('rejects a text file with a non-retriable invalid_input error in fixed words, its stderr only in the log', async () => {
     const path = join(dir, 'notes.txt');
     writeFileSync(path, 'just some words, not media\n');
-    await assert.rejects(prober().probe(path), (err: unknown) => {
+    const logged: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
+    await assert.rejects(createFfprobeProber({ ffprobePath: resolveFfmpegPaths().ffprobe, logger }).probe(path), (err: unknown) => {
       assert.ok(err instanceof AppError);
       assert.equal(err.code, 'invalid_input');
       assert.equal(err.retriable, false);
-      assert.match(err.message, /^not a media file ffprobe can read: /);
-      assert.ok(!err.message.includes(dir), err.message);
+      assert.equal(err.message, NOT_MEDIA);
       return true;
+    });
+    assert.equal(logged.length, 1);
+    assert.match(String(logged[0].stderr), /Invalid data/, 'the detail goes to the log');
+  });
+
+  describe('a playlist that names a local file', () => {
+    // ffprobe picks the HLS demuxer for a `.m3u8` name and the concat demuxer for `ffconcat` content.
+    const playlists = (target: string) => ({
+      'list.m3u8': `#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:1,\n${target}\n#EXT-X-ENDLIST\n`,
+      'list.ffconcat': `ffconcat version 1.0\nfile '${target}'\n`,
+    });
+
+    for (const name of ['list.m3u8', 'list.ffconcat'] as const) {
+      it(`refuses ${name} alike whether the file exists or not`, async () => {
+        const existing = await makeTestMedia(dir, 'wav');
+        const messages: string[] = [];
+        for (const target of [existing, join(dir, 'not-there.wav')]) {
+          const path = join(mkdtempSync(join(dir, 'list-')), name);
+          writeFileSync(path, playlists(target)[name]);
+          await prober()
+            .probe(path)
+            .then(
+              (result) => assert.fail(`${target} was read through the playlist: ${JSON.stringify(result)}`),
+              (err: Error) => messages.push(err.message),
+            );
+        }
+        assert.deepEqual(messages, [NOT_MEDIA, NOT_MEDIA]);
+      });
+    }
+
+    it('is not read by the audio extractor either', async () => {
+      const path = join(mkdtempSync(join(dir, 'list-')), 'list.m3u8');
+      writeFileSync(path, playlists(await makeTestMedia(dir, 'wav'))['list.m3u8']);
+      const extractor = createAudioChunkExtractor({ ffmpegPath: resolveFfmpegPaths().ffmpeg });
+      await assert.rejects(extractor.extract(path, join(dir, 'chunk.wav'), { startSeconds: 0, seconds: 1 }), {
+        code: 'invalid_input',
+        message: 'cannot read the audio of the media file',
+      });
     });
   });
 

@@ -142,6 +142,7 @@ describe('webhook delivery (HTTP, embedded adapters)', function () {
       ids: randomIds,
       fetcher: createOutboundFetcher({ allowlist: ['127.0.0.1'] }),
       workerId: 'second-dispatcher',
+      secrets: h.secrets,
       // A second replica that only dispatches: the claims are what is tested.
       schedules: false,
       scheduleSeconds: [0.3],

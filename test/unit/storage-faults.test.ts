@@ -101,7 +101,8 @@ describe('embedded stores: storage faults', () => {
       const paths = await seeded();
       chmodSync(dir, 0o777); // SQLite may still create its -wal and -shm beside the files
       const asRoot = process.getuid?.() === 0;
-      if (!asRoot) for (const p of [paths.events, paths.read]) chmodSync(p, 0o444);
+      // Readable, not writable, by the child: the stores make their files 0600 (their owner's only).
+      for (const p of [paths.events, paths.read]) chmodSync(p, asRoot ? 0o644 : 0o444);
       const script = `${DESCRIBE}
         const { createSqliteEventStore } = require('./lib/adapters/embedded/event-store');
         const { createSqliteReadStore } = require('./lib/adapters/embedded/read-store');

@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { statfsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { AppError } from '../../domain/errors';
+import { makePrivateDatabaseFile } from '../local/private-files';
 
 /**
  * What the embedded stores share about their SQLite files: opening one so that a damaged file
@@ -95,6 +96,7 @@ function openFailure(file: StoreFile, err: unknown): Error {
 export function openDatabase(file: StoreFile, options: { readonly?: boolean }, setup: (db: Database.Database) => void): Database.Database {
   let db: Database.Database | undefined;
   try {
+    if (!options.readonly && file.path !== ':memory:') makePrivateDatabaseFile(file.path);
     db = new Database(file.path, { readonly: options.readonly ?? false });
     db.pragma('schema_version');
     setup(db);

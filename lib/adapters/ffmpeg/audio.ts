@@ -1,12 +1,14 @@
 import { open } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { AppError } from '../../domain/errors';
+import { READABLE_DEMUXERS } from '../../domain/media-formats';
 import { runProcess } from '../system/child-process';
 
 /** What speech engines want: 16 kHz, mono, signed 16-bit little-endian PCM in a WAV file. */
 export const SPEECH_SAMPLE_RATE = 16_000;
 const BYTES_PER_SECOND = SPEECH_SAMPLE_RATE * 2;
 const MAX_STDERR_BYTES = 64 * 1024;
+const MAX_LOGGED_STDERR_CHARS = 2000;
 
 export interface AudioChunkExtractor {
   /**
@@ -27,12 +29,13 @@ export function createAudioChunkExtractor(options: { ffmpegPath: string; timeout
   const timeoutMs = options.timeoutMs ?? 120_000;
   return {
     async extract(input, output, range, extractOptions = {}) {
-      // Absolute paths are never read as options or protocols; the whitelist keeps playlists
-      // inside the file (HLS, concat) off the network.
+      // Absolute paths are never read as options or protocols; the format whitelist keeps
+      // playlists and indirections (HLS, concat) from opening any other file (see READABLE_DEMUXERS).
       const source = resolve(input);
       const target = resolve(output);
       const args = [
         ...['-nostdin', '-hide_banner', '-loglevel', 'error', '-protocol_whitelist', 'file'],
+        ...['-format_whitelist', READABLE_DEMUXERS.join(',')],
         // Input seeking: fast, and exact for audio since ffmpeg decodes from the previous key frame.
         ...['-ss', range.startSeconds.toFixed(3), '-t', range.seconds.toFixed(3), '-i', source],
         // bitexact and no metadata: a plain 44-byte header whatever the input carried.
@@ -59,13 +62,11 @@ async function runFfmpeg(bin: string, args: string[], timeoutMs: number, signal?
   if (code === 0) return true;
   // The one failure that is not a failure: a video without sound has no speech to transcribe.
   if (/matches no streams/.test(stderr)) return false;
-  throw new AppError('invalid_input', `cannot read the audio of the media file: ${firstLine(stderr)}`, { retriable: false });
-}
-
-/** ffmpeg's first error line, without any server-side path it names. */
-function firstLine(stderr: string): string {
-  const line = stderr.split('\n').find((l) => l.trim() !== '') ?? 'unknown error';
-  return line.replace(/(^|\s)\/\S+: /, '$1').trim();
+  // ffmpeg's words name server paths and heap addresses: the user gets a fixed message, and
+  // whoever logs the error gets them as its cause.
+  const failure = new AppError('invalid_input', 'cannot read the audio of the media file', { retriable: false });
+  failure.cause = new Error(stderr.slice(0, MAX_LOGGED_STDERR_CHARS));
+  throw failure;
 }
 
 /** Seconds of 16 kHz mono 16-bit audio in a WAV file, from its `data` chunk's declared size. */

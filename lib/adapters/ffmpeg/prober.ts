@@ -1,10 +1,17 @@
-import { resolve } from 'node:path';
+import { basename, resolve } from 'node:path';
+import type { Logger } from 'pino';
 import { AppError } from '../../domain/errors';
+import { READABLE_DEMUXERS, SUPPORTED_MEDIA } from '../../domain/media-formats';
 import type { MediaProber, MediaType, ProbeResult } from '../../ports/media';
 import { runProcess } from '../system/child-process';
 
 const MAX_STDOUT_BYTES = 4 * 1024 * 1024;
 const MAX_STDERR_BYTES = 64 * 1024;
+/** How much of ffprobe's stderr goes to the log when it cannot read a file. */
+const LOGGED_STDERR_CHARS = 2000;
+
+/** What a user is told of any file ffprobe cannot read: the same words whatever its stderr said. */
+export const NOT_MEDIA = `the file is not media the service can read; supported are ${SUPPORTED_MEDIA}`;
 
 /** Demuxers that only ever hold still pictures (ffprobe names them `<codec>_pipe` or `image2`). */
 const STILL_IMAGE_FORMAT = /^(image2|[a-z0-9]+_pipe)$/;
@@ -23,23 +30,34 @@ interface FfprobeOutput {
   streams?: FfprobeStream[];
 }
 
-/** MediaProber on ffprobe's JSON output; the process is killed on timeout or abort. */
-export function createFfprobeProber(options: { ffprobePath: string; timeoutMs?: number }): MediaProber {
+/**
+ * MediaProber on ffprobe's JSON output; the process is killed on timeout or abort. `logger`
+ * receives ffprobe's stderr when it cannot read a file: the detail is the operator's, never the
+ * user's (it names server paths and heap addresses).
+ */
+export function createFfprobeProber(options: { ffprobePath: string; timeoutMs?: number; logger?: Logger }): MediaProber {
   const timeoutMs = options.timeoutMs ?? 30_000;
   return {
     async probe(relativePath, probeOptions = {}) {
-      // An absolute path is never read as an option ("-x") or a protocol ("http:", "concat:"), and the
-      // whitelist stops playlists inside the file (HLS, concat) from reaching the network.
+      // An absolute path is never read as an option ("-x") or a protocol ("http:", "concat:").
       const path = resolve(relativePath);
-      const args = ['-v', 'error', '-protocol_whitelist', 'file', '-print_format', 'json', '-show_format', '-show_streams', path];
-      const stdout = await runFfprobe(options.ffprobePath, args, path, timeoutMs, probeOptions.signal);
-      return classify(parseOutput(stdout));
+      const args = [
+        ...['-v', 'error', '-protocol_whitelist', 'file', '-format_whitelist', READABLE_DEMUXERS.join(',')],
+        ...['-print_format', 'json', '-show_format', '-show_streams', path],
+      ];
+      const run = await runFfprobe(options.ffprobePath, args, timeoutMs, probeOptions.signal);
+      if (run.code === 0) return classify(parseOutput(run.stdout));
+      options.logger?.info(
+        { file: basename(path), exit_code: run.code, stderr: run.stderr.slice(0, LOGGED_STDERR_CHARS) },
+        'ffprobe could not read a media file',
+      );
+      throw new AppError('invalid_input', NOT_MEDIA, { retriable: false });
     },
   };
 }
 
-async function runFfprobe(bin: string, args: string[], path: string, timeoutMs: number, signal?: AbortSignal): Promise<string> {
-  const { code, stdout, stderr } = await runProcess(bin, args, {
+function runFfprobe(bin: string, args: string[], timeoutMs: number, signal?: AbortSignal) {
+  return runProcess(bin, args, {
     timeoutMs,
     signal,
     abortMessage: 'the probe was aborted',
@@ -48,14 +66,6 @@ async function runFfprobe(bin: string, args: string[], path: string, timeoutMs: 
     onTimeout: () => new AppError('invalid_input', `probing the media file took longer than ${timeoutMs / 1000} s`),
     onSpawnError: (err) => new AppError('internal_error', `cannot run ffprobe at ${bin}: ${err.message}`),
   });
-  if (code === 0) return stdout;
-  throw new AppError('invalid_input', `not a media file ffprobe can read: ${firstLine(stderr, path)}`, { retriable: false });
-}
-
-/** The first stderr line, without the leading server-side file path that ffprobe prints. */
-function firstLine(stderr: string, path: string): string {
-  const line = stderr.split('\n').find((l) => l.trim() !== '') ?? 'unknown error';
-  return (line.startsWith(`${path}: `) ? line.slice(path.length + 2) : line).trim();
 }
 
 function parseOutput(stdout: string): FfprobeOutput {

@@ -5,6 +5,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AppError } from '../../domain/errors';
 import type { BlobStore } from '../../ports/blob-store';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './private-files';
 
 /**
  * A segment starts with a letter or digit: this refuses `.`, `..` and hidden names, so a key can
@@ -23,7 +24,7 @@ export function createLocalBlobStore(options: { root: string; maxBytes?: number 
     async put(key, source, putOptions = {}) {
       const target = pathOf(key);
       try {
-        await mkdir(dirname(target), { recursive: true });
+        await mkdir(dirname(target), { recursive: true, mode: PRIVATE_DIR_MODE });
         return await writeAtomically(target, source, maxBytes, putOptions.signal);
       } catch (err) {
         throw storageFault(err);
@@ -77,7 +78,7 @@ function safeSegments(key: string): string[] {
 /** Writes a temp file beside the target, fsyncs it, then renames: readers see the whole blob or none. */
 async function writeAtomically(target: string, source: Readable, maxBytes: number, signal?: AbortSignal): Promise<{ size: number }> {
   const temp = join(dirname(target), `.${randomBytes(8).toString('hex')}.tmp`);
-  const file = await open(temp, 'wx');
+  const file = await open(temp, 'wx', PRIVATE_FILE_MODE);
   let size = 0;
   try {
     const sink = async (chunks: AsyncIterable<Buffer | string>) => {

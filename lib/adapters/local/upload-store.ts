@@ -8,6 +8,7 @@ import { AppError, conflict, invalidInput } from '../../domain/errors';
 import { isUuid } from '../../domain/ids';
 import type { UploadState, UploadStore } from '../../ports/upload-store';
 import { storageFault, syncDirectory } from './blob-store';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './private-files';
 
 /**
  * UploadStore on a local folder: `<root>/<asset>.part` holds the bytes received so far (its size
@@ -44,8 +45,8 @@ export function createLocalUploadStore(options: { root: string; localPath: (key:
         claim(id, offset);
         try {
           if ((await received(id)).complete) throw conflict('the upload is already complete', 'complete');
-          await mkdir(root, { recursive: true });
-          const file = await open(partOf(id), constants.O_WRONLY | constants.O_CREAT);
+          await mkdir(root, { recursive: true, mode: PRIVATE_DIR_MODE });
+          const file = await open(partOf(id), constants.O_WRONLY | constants.O_CREAT, PRIVATE_FILE_MODE);
           try {
             const { size } = await file.stat();
             if (size !== offset) throw conflict(`the upload has ${size} bytes: continue at offset ${size}, not ${offset}`, 'incomplete');
@@ -74,7 +75,7 @@ export function createLocalUploadStore(options: { root: string; localPath: (key:
           }
           // The mark first: a crash before the rename leaves both, which `received` reads as not complete yet.
           await writeMark(markOf(id), { blob_key: blobKey, size, recorded: false });
-          await mkdir(dirname(target), { recursive: true });
+          await mkdir(dirname(target), { recursive: true, mode: PRIVATE_DIR_MODE });
           await rename(part, target);
           await syncDirectory(dirname(target));
           await syncDirectory(root);
@@ -158,7 +159,7 @@ async function readMark(path: string): Promise<Mark | null> {
 async function writeMark(path: string, mark: Mark): Promise<void> {
   // A name of its own: two writers of one mark must not share a temp file.
   const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-  const file = await open(temp, 'w');
+  const file = await open(temp, 'w', PRIVATE_FILE_MODE);
   try {
     await file.writeFile(JSON.stringify(mark));
     await file.sync();

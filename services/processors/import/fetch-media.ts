@@ -76,7 +76,9 @@ async function fetchToBlob(
     response.body.destroy();
     throw new AppError('invalid_input', `the file is ${expected} bytes; the limit is ${deps.mediaMaxBytes}`);
   }
-  const blobKey = `${ctx.job.drive_id}/${ctx.job.project_id}/${deps.ids.uuid()}${extensionOf(url)}`;
+  // Never the URL's extension: a name ending in `.m3u8` (or `.ffconcat`) would pick a playlist
+  // demuxer for the file. The probe reads what the bytes are.
+  const blobKey = `${ctx.job.drive_id}/${ctx.job.project_id}/${deps.ids.uuid()}`;
   let received = 0;
   const counter = new Transform({
     transform(chunk: Buffer, _enc, cb) {
@@ -113,8 +115,3 @@ function timeLimit(jobSignal: AbortSignal, ms: number) {
     },
   };
 }
-
-const extensionOf = (url: string): string => {
-  const m = /\.([A-Za-z0-9]{1,5})$/.exec(new URL(url).pathname);
-  return m ? `.${m[1].toLowerCase()}` : '';
-};
