@@ -259,6 +259,19 @@ export class UnsupportedMediaType extends AppError {
 }
 
 const CODINGS = 'gzip, deflate, br';
+/** The types @koa/bodyparser reads as JSON (its `extendTypes.json` defaults), as `ctx.is` takes them. */
+const JSON_TYPES = [
+  'application/json',
+  'application/json-patch+json',
+  'application/vnd.api+json',
+  'application/csp-report',
+  'application/reports+json',
+  'application/scim+json',
+];
+
+/** A request that sends a body: a non-zero Content-Length, or chunked. */
+const hasBody = (ctx: Context): boolean =>
+  ctx.req.headers['transfer-encoding'] !== undefined || Number(ctx.req.headers['content-length'] ?? 0) > 0;
 const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 /**
@@ -285,6 +298,12 @@ export function jsonBody(limitBytes: number, options: { readTimeoutMs?: number }
     // Codings are case-insensitive (RFC 9110 §8.4.1); the parser only knows them in lower case.
     if (coding) ctx.req.headers['content-encoding'] = coding.trim().toLowerCase();
     if (!PARSED_METHODS.has(ctx.method)) return parse(ctx, next);
+    if (hasBody(ctx) && !ctx.request.is(JSON_TYPES)) {
+      // Without this, curl's default form type parsed as nothing and the route answered about a missing field.
+      throw new UnsupportedMediaType(
+        `Content-Type must be application/json, not ${JSON.stringify(ctx.request.type || 'none')}: send the body with -H 'Content-Type: application/json'`,
+      );
+    }
     const charset = ctx.request.charset.toLowerCase();
     if (charset && charset !== 'utf-8' && charset !== 'utf8') {
       throw new UnsupportedMediaType(`Content-Type charset ${charset} is not supported: send JSON as UTF-8`);
