@@ -1,4 +1,5 @@
 import { cleanEnv, makeValidator, port, str, url } from 'envalid';
+import { resolve } from 'node:path';
 import { parseAllowlist } from './adapters/http/outbound-fetcher';
 
 /**
@@ -142,5 +143,34 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       publish: raw.PUBLISH_CONCURRENCY,
     },
     workerId: raw.WORKER_ID,
+  };
+}
+
+/** A URL as it may be logged: without user name and password (MongoDB and EventStoreDB URLs carry them). */
+const withoutCredentials = (url: string): string => url.replace(/\/\/[^/@]*@/, '//***@');
+
+/**
+ * What a process runs with, for its start-up line: the settings a first user or an operator
+ * checks first, resolved as the process uses them. Never a secret: keys and the signing secret
+ * appear only as whether they are set, connection strings without their credentials.
+ */
+export function effectiveConfig(config: Config) {
+  const distributed = config.esdbUrl !== undefined || config.mongoUrl !== undefined || config.kafka !== undefined;
+  return {
+    mode: distributed ? 'distributed' : 'embedded',
+    port: config.port,
+    base_url: config.baseUrl,
+    web_url: config.webUrl,
+    data_dir: resolve(config.dataDir),
+    event_store: config.esdbUrl ? withoutCredentials(config.esdbUrl) : 'sqlite',
+    event_log: config.kafka ? `kafka ${config.kafka.brokers.join(',')} topic ${config.kafka.topic}` : 'sqlite',
+    read_store: config.mongoUrl ? withoutCredentials(config.mongoUrl) : 'sqlite',
+    transcriber: config.transcriber.kind,
+    ...(config.transcriber.url && { transcriber_url: withoutCredentials(config.transcriber.url) }),
+    ...(config.transcriber.kind === 'openai' && { transcriber_api_key: config.transcriber.apiKey ? 'set' : 'unset' }),
+    outbound_allowlist: config.outboundAllowlist.length > 0 ? config.outboundAllowlist.join(',') : '(none: public addresses only)',
+    signing_secret: config.signingSecret ? 'set' : 'kept in data_dir',
+    log_level: config.logLevel,
+    import_concurrency: config.concurrency.import,
   };
 }
