@@ -136,10 +136,10 @@ describe('access log', () => {
     accessLogger(logger)({ ...record, path: '/v1/status', status: 401, error: { code: 'unauthorized', message: 'no token' } });
     await waitFor(() => written.join('').split('\n').length >= 3, { what: 'two lines' });
     const [listening, access] = written.join('').split('\n');
-    assert.match(listening, /^\d\d:\d\d:\d\d\.\d{3} INFO  serve: listening port=8080 data_dir=\.\/data$/);
+    assert.match(listening, /^\d\d:\d\d:\d\d\.\d{3} INFO {2}serve: listening port=8080 data_dir=\.\/data$/);
     assert.match(
       access,
-      /INFO  serve: request request_id=req-1 method=GET path=\/v1\/status status=401 ms=[\d.]+ drive_id=drive-1 error_code=unauthorized error_message="no token"$/,
+      /INFO {2}serve: request request_id=req-1 method=GET path=\/v1\/status status=401 ms=[\d.]+ drive_id=drive-1 error_code=unauthorized error_message="no token"$/,
     );
     assert.equal(prettyLine('not json'), 'not json\n');
   });
