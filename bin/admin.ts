@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { createDrive, createToken, revokeToken, showDrive, updateDrive, type AdminDeps } from '../lib/app/admin';
+import { createDrive, createToken, listDrives, listTokens, revokeToken, showDrive, updateDrive, type AdminDeps } from '../lib/app/admin';
 import { generateWebhookSecret } from '../lib/app/tokens';
 import { AppError } from '../lib/domain/errors';
 import type { AccessLevel, DriveUpdated } from '../lib/domain/tenancy';
@@ -87,7 +87,16 @@ drive
   .description('settings and balances: per kind (media_seconds, ai_credits) the allowance, used, reserved and left')
   .requiredOption('--drive <id>', 'drive id', uuid)
   .action((o) => run((deps) => showDrive(deps, o.drive)));
+drive
+  .command('list')
+  .description('every drive: id, name, partner access, media-seconds allowance, live tokens (reads the whole event store)')
+  .action(() => run((deps) => listDrives(deps)));
 const token = program.command('token').description('API tokens');
+token
+  .command('list')
+  .description('tokens: id, drive, user, name, created_at, revoked; never a secret (reads the whole event store)')
+  .option('--drive <id>', 'only the tokens of this drive', uuid)
+  .action((o) => run((deps) => listTokens(deps, o.drive)));
 token
   .command('create')
   .requiredOption('--drive <id>', 'drive id', uuid)

@@ -1,4 +1,5 @@
 import { cleanEnv, makeValidator, port, str, url } from 'envalid';
+import { resolve } from 'node:path';
 import { parseAllowlist } from './adapters/http/outbound-fetcher';
 
 /**
@@ -79,6 +80,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       TRANSCRIBER: str({ choices: ['openai', 'pocketsphinx', 'none'], default: 'none' }),
       TRANSCRIBER_URL: url({ default: undefined }),
       TRANSCRIBER_API_KEY: str({ default: undefined }),
+      TRANSCRIBER_MODEL: str({ default: undefined }),
       AGENT_LLM_URL: url({ default: undefined }),
       AGENT_LLM_API_KEY: str({ default: undefined }),
       AGENT_MODELS_FILE: str({ default: undefined }),
@@ -131,7 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     esdbUrl: raw.ESDB_URL,
     kafka: raw.KAFKA_BROKERS ? { brokers: raw.KAFKA_BROKERS, topic: raw.KAFKA_TOPIC, partitions: raw.KAFKA_PARTITIONS } : undefined,
     mongoUrl: raw.MONGO_URL,
-    transcriber: { kind: raw.TRANSCRIBER, url: raw.TRANSCRIBER_URL, apiKey: raw.TRANSCRIBER_API_KEY },
+    transcriber: { kind: raw.TRANSCRIBER, url: raw.TRANSCRIBER_URL, apiKey: raw.TRANSCRIBER_API_KEY, model: raw.TRANSCRIBER_MODEL },
     agent: { llmUrl: raw.AGENT_LLM_URL, llmApiKey: raw.AGENT_LLM_API_KEY, modelsFile: raw.AGENT_MODELS_FILE },
     outboundAllowlist: raw.OUTBOUND_ALLOWLIST,
     signingSecret: raw.SIGNING_SECRET,
@@ -161,5 +163,37 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       publish: raw.PUBLISH_CONCURRENCY,
     },
     workerId: raw.WORKER_ID,
+  };
+}
+
+/** A URL as it may be logged: without user name and password (MongoDB and EventStoreDB URLs carry them). */
+const withoutCredentials = (url: string): string => url.replace(/\/\/[^/@]*@/, '//***@');
+
+/**
+ * What a process runs with, for its start-up line: the settings a first user or an operator
+ * checks first, resolved as the process uses them. Never a secret: keys and the signing secret
+ * appear only as whether they are set, connection strings without their credentials.
+ */
+export function effectiveConfig(config: Config) {
+  const distributed = config.esdbUrl !== undefined || config.mongoUrl !== undefined || config.kafka !== undefined;
+  return {
+    mode: distributed ? 'distributed' : 'embedded',
+    port: config.port,
+    base_url: config.baseUrl,
+    web_url: config.webUrl,
+    data_dir: resolve(config.dataDir),
+    event_store: config.esdbUrl ? withoutCredentials(config.esdbUrl) : 'sqlite',
+    event_log: config.kafka ? `kafka ${config.kafka.brokers.join(',')} topic ${config.kafka.topic}` : 'sqlite',
+    read_store: config.mongoUrl ? withoutCredentials(config.mongoUrl) : 'sqlite',
+    transcriber: config.transcriber.kind,
+    ...(config.transcriber.url && { transcriber_url: withoutCredentials(config.transcriber.url) }),
+    ...(config.transcriber.kind === 'openai' && {
+      transcriber_model: config.transcriber.model ?? 'whisper-1',
+      transcriber_api_key: config.transcriber.apiKey ? 'set' : 'unset',
+    }),
+    outbound_allowlist: config.outboundAllowlist.length > 0 ? config.outboundAllowlist.join(',') : '(none: public addresses only)',
+    signing_secret: config.signingSecret ? 'set' : 'kept in data_dir',
+    log_level: config.logLevel,
+    import_concurrency: config.concurrency.import,
   };
 }

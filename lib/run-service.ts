@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { ConfigError, loadConfig, type Config } from './config';
+import { ConfigError, effectiveConfig, loadConfig, type Config } from './config';
 import { createLogger } from './logger';
 
 /**
@@ -28,6 +28,7 @@ export function runService(name: string, start: (config: Config, logger: Logger)
     const config = loadConfig();
     logger = createLogger(config.logLevel, name);
     const stop = await start(config, logger);
+    announce(name, config, logger);
     let stopping = false;
     const onSignal = (signal: string) => {
       if (stopping) process.exit(1);
@@ -46,4 +47,24 @@ export function runService(name: string, start: (config: Config, logger: Logger)
     else console.error(err);
     process.exit(1);
   });
+}
+
+/** The processes that import media, and so transcribe it. */
+const TRANSCRIBING = new Set(['serve', 'processors']);
+
+/**
+ * The start-up lines: what the process runs with, and a warning when imports will not be
+ * transcribed (search and transcripts then find nothing, and nothing else says why). A supervised
+ * child (the all-in-one worker) says nothing: its parent did.
+ */
+function announce(name: string, config: Config, logger: Logger): void {
+  if (name === 'worker') return;
+  logger.info({ config: effectiveConfig(config) }, `${name} started`);
+  if (TRANSCRIBING.has(name) && config.transcriber.kind === 'none') {
+    logger.warn(
+      'transcription is off (TRANSCRIBER=none): imported media gets no transcript, search finds no spoken words, and each ' +
+        'file\'s media_status says transcript "skipped". Set TRANSCRIBER=openai with TRANSCRIBER_URL (any OpenAI-compatible ' +
+        'server, e.g. a self-hosted Whisper) or TRANSCRIBER=pocketsphinx (README: Transcription)',
+    );
+  }
 }

@@ -1,8 +1,18 @@
 import { AppError } from '../domain/errors';
-import { streams } from '../domain/ids';
-import { DEFAULT_SETTINGS, type DriveSettings, type DriveUpdated, driveDecider, tokenDecider } from '../domain/tenancy';
+import { streamCategory, streams } from '../domain/ids';
+import {
+  DEFAULT_SETTINGS,
+  type DriveEvent,
+  type DriveSettings,
+  type DriveState,
+  type DriveUpdated,
+  driveDecider,
+  type TokenEvent,
+  type TokenState,
+  tokenDecider,
+} from '../domain/tenancy';
 import type { Clock, Ids } from '../ports/clock';
-import type { EventStore } from '../ports/event-store';
+import type { EventStore, Position, StoredEvent } from '../ports/event-store';
 import type { SecretBox } from '../ports/secret-box';
 import { handleCommand, loadState } from './command-handler';
 import { createBalances } from './balances';
@@ -110,4 +120,53 @@ export async function showDrive(deps: AdminDeps, driveId: string) {
   if (!state.exists) throw new AppError('not_found', `drive ${driveId} does not exist`);
   const balances = await createBalances(deps).show(driveId);
   return { drive_id: driveId, drive_name: state.name, settings: state.settings, balances };
+}
+
+/**
+ * Every drive or token stream folded from `$all` (`admin drive list`, `admin token list`). No read
+ * model keeps drives or tokens, so this reads the whole event store, a page at a time: seconds per
+ * million events, fine for an operator's command and never on a request's path.
+ */
+async function foldCategory<S>(store: EventStore, category: string, initial: () => S, evolve: (s: S, e: StoredEvent) => S) {
+  const states = new Map<string, S>();
+  for (let after: Position | null = null; ;) {
+    const page = await store.readAll(after, 1000);
+    if (page.length === 0) return states;
+    for (const event of page) {
+      if (streamCategory(event.streamId) !== category) continue;
+      states.set(event.streamId, evolve(states.get(event.streamId) ?? initial(), event));
+    }
+    after = page[page.length - 1].position;
+  }
+}
+
+const foldTokens = (store: EventStore) =>
+  foldCategory<TokenState>(store, 'token', tokenDecider.initialState, (s, e) => tokenDecider.evolve(s, e as unknown as TokenEvent));
+
+/** Every drive: id, name, partner access, media-seconds allowance and its live tokens, oldest first. */
+export async function listDrives(deps: Pick<AdminDeps, 'store'>) {
+  const drives = await foldCategory<DriveState>(deps.store, 'drive', driveDecider.initialState, (s, e) =>
+    driveDecider.evolve(s, e as unknown as DriveEvent),
+  );
+  const liveTokens = new Map<string, number>();
+  for (const t of (await foldTokens(deps.store)).values()) {
+    if (t.exists && !t.revoked) liveTokens.set(t.token.drive_id, (liveTokens.get(t.token.drive_id) ?? 0) + 1);
+  }
+  return [...drives].flatMap(([streamId, d]) => {
+    if (!d.exists) return [];
+    const driveId = streamId.slice('drive-'.length);
+    const { partner, media_seconds } = d.settings;
+    return [
+      { drive_id: driveId, drive_name: d.name, partner, media_seconds_allowance: media_seconds, tokens: liveTokens.get(driveId) ?? 0 },
+    ];
+  });
+}
+
+/** Tokens (of one drive, or all): id, drive, user, name, when made, whether revoked. Never a secret or its hash. */
+export async function listTokens(deps: Pick<AdminDeps, 'store'>, driveId?: string) {
+  return [...(await foldTokens(deps.store)).values()].flatMap((t) => {
+    if (!t.exists || (driveId !== undefined && t.token.drive_id !== driveId)) return [];
+    const { token_id, drive_id, user_id, name, created_at } = t.token;
+    return [{ token_id, drive_id, user_id, name, created_at, revoked: t.revoked }];
+  });
 }

@@ -14,6 +14,21 @@ import type { TotalSpec } from './totals';
  * ledger operators and data teams read. It decides nothing.
  */
 
+/**
+ * The least a drive must have left for an import to be accepted. No file's length is known at
+ * accept (URL and upload items declare bytes at most), and a file is charged what it lasts, so
+ * less than a second left would fail every file of any real media: 402 now, not a job of
+ * failures later.
+ */
+export const LEAST_MEDIA_SECONDS_TO_ACCEPT = 1;
+
+/** Why an import is refused at accept for the drive's media seconds `left` (null: unlimited), or null. */
+export function mediaSecondsRefusal(left: number | null): string | null {
+  if (left === null || left >= LEAST_MEDIA_SECONDS_TO_ACCEPT) return null;
+  const shown = Math.max(0, Math.floor(left * 10) / 10);
+  return `the drive has no media seconds left to import with (${shown} s, under the ${LEAST_MEDIA_SECONDS_TO_ACCEPT} s a file needs); ask its admin for more`;
+}
+
 export const CHARGES = 'charges';
 export const CHARGE_INDEXES = [['drive_id'], ['job_id']];
 /** Seconds used per drive: the sum of its charges, kept as they are projected. */

@@ -1,9 +1,10 @@
 import { AppError, forbidden, invalidInput, notFound } from '../domain/errors';
 import { importJobId, projectUrl, streams } from '../domain/ids';
-import { isSequenceItem, uploadsOf, type ImportPlan, type UploadItem } from '../domain/import';
+import { isSequenceItem, shownShortId, uploadsOf, type ImportPlan, type UploadItem } from '../domain/import';
 import type { ProjectPartner } from '../domain/project';
 import type { Clock, Ids } from '../ports/clock';
 import type { EventStore, StreamAppend } from '../ports/event-store';
+import { mediaSecondsRefusal } from './balance';
 import type { Balances } from './balances';
 import { appendInOrder, commandHandler, decideNew, type HandlerOf } from './command-handler';
 import { IdempotencyKeyTaken } from './idempotency';
@@ -94,6 +95,8 @@ export type PreparedImport = {
   readonly plan: ImportPlan;
   readonly projectId: string;
   readonly jobId: string;
+  /** The job's `project_url`, the same in the 201 and in the job from its start (`shownShortId`). */
+  readonly url: string;
   readonly now: string;
   readonly options: ImportOptions;
 };
@@ -125,7 +128,8 @@ export async function prepareImport(
     throw invalidInput('add_media is required: give at least one media item');
   }
 
-  const existing = body.project_id ? await loadExistingProject(deps, who, body.project_id) : new Set<string>();
+  const project = body.project_id ? await loadExistingProject(deps, who, body.project_id) : null;
+  const existing = project?.media ?? new Set<string>();
   const now = deps.clock.now().toISOString();
   // Whole seconds: the signed URL carries its expiry in Unix seconds, and the job must agree with it.
   const expiresAt = new Date(Math.floor((Date.parse(now) + deps.uploadTtlMs) / 1000) * 1000).toISOString();
@@ -135,22 +139,21 @@ export async function prepareImport(
     newUpload: () => ({ asset_id: deps.ids.uuid(), artifact_id: deps.ids.uuid(), expires_at: expiresAt }),
   });
   if (plan.media.some(([, item]) => !isSequenceItem(item))) {
-    // Each file is checked again when it is imported; this only refuses a drive with nothing left.
-    const left = await deps.balance.mediaSecondsLeft(who.driveId, who.mediaSecondsAllowance);
-    if (left !== null && left <= 0) {
-      throw new AppError('payment_required', `the drive has no media seconds left (${Math.floor(left)} s); ask its admin for more`);
-    }
+    // Each file is checked again when it is imported; this only refuses a drive that could import nothing.
+    const refused = mediaSecondsRefusal(await deps.balance.mediaSecondsLeft(who.driveId, who.mediaSecondsAllowance));
+    if (refused) throw new AppError('payment_required', refused);
   }
   // Time-ordered (v7, with 74 random bits): the new streams' names land at the end of the event
   // store's stream index, and the read models' keys, instead of on a random page each.
   const jobId = importJobId(deps.ids.uuidv7());
   const projectId = body.project_id ?? deps.ids.uuidv7();
-  return { body, plan, projectId, jobId, now, options };
+  const url = projectUrl(deps.webUrl, projectId, shownShortId(jobId, plan, project?.shortIds ?? null));
+  return { body, plan, projectId, jobId, url, now, options };
 }
 
 /** Appends what `prepareImport` checked: folders and the project when new, then the queued job. */
 export async function commitImport(deps: Imports, who: Principal, prepared: PreparedImport, requestId: string): Promise<ImportResponse> {
-  const { body, plan, projectId, jobId, now, options } = prepared;
+  const { body, plan, projectId, jobId, url, now, options } = prepared;
   const metadata = { partition_key: projectId, correlation_id: requestId, drive_id: who.driveId, user_id: who.userId };
   // Time-ordered event ids land at the end of the id index instead of on random pages (3x fewer writes per batch).
   const newId = () => deps.ids.uuidv7();
@@ -160,7 +163,6 @@ export async function commitImport(deps: Imports, who: Principal, prepared: Prep
     // Folders before the project that sits in them; each level is created once, as needed.
     await ensureFolders(deps.folders, who, body.folder_name, { now, newId, metadata: { ...metadata, partition_key: projectId } });
   }
-  const url = projectUrl(deps.webUrl, projectId);
   // The project first, in the same group commit where the store has one: a crash or a failure in
   // between leaves an empty project, never a job whose project is missing. Both streams were
   // just named with fresh UUIDs, so both are decided without reading.
@@ -219,9 +221,10 @@ function importResponse(deps: ImportDeps, who: Principal, { plan, projectId, job
   return { job_id: jobId, drive_id: who.driveId, project_id: projectId, project_url: url, ...(upload_urls && { upload_urls }) };
 }
 
-async function loadExistingProject(deps: Imports, who: Principal, projectId: string): Promise<Set<string>> {
+/** The existing project's media references and composition short ids. */
+async function loadExistingProject(deps: Imports, who: Principal, projectId: string) {
   const { state } = await deps.projects.load(projectId);
   if (!state.exists) throw notFound(`project ${projectId} does not exist`);
   if (state.project.drive_id !== who.driveId) throw forbidden(`project ${projectId} belongs to another drive`);
-  return new Set(state.media.keys());
+  return { media: new Set(state.media.keys()), shortIds: new Set(state.compositions.map((c) => c.short_id)) };
 }

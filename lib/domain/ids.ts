@@ -1,4 +1,5 @@
 /** Identifier formats (DESIGN §3). Pure: generation is an input (ports/clock.ts). */
+import { v5 as uuidv5 } from 'uuid';
 
 export const IMPORT_JOB_PREFIX = 'project-media-import-';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -11,6 +12,19 @@ export const isJobId = (s: string): boolean => isUuid(s) || (s.startsWith(IMPORT
 
 /** Composition short id: the first 5 hex characters of its UUID. */
 export const shortIdOf = (compositionId: string): string => compositionId.replace(/-/g, '').slice(0, 5).toLowerCase();
+
+const COMPOSITION_NAMESPACE = '5b0f2f55-6c1e-4f0e-9a43-0e4b1c2d7a10';
+
+/**
+ * The ids a composition of `origin` may take, in order (`AddComposition` takes the first whose
+ * short id is free in the project). Name-based, so a retried job proposes the same ids and the
+ * command API can tell a job's `project_url` before its compositions exist.
+ */
+export const compositionCandidates = (origin: string): string[] =>
+  Array.from({ length: 16 }, (_, n) => uuidv5(`${origin}#${n}`, COMPOSITION_NAMESPACE));
+
+/** The origins of an import's compositions: its placeholder, and the i-th composition the request asked for. */
+export const compositionOrigin = (jobId: string, index: number | 'placeholder'): string => `${jobId}#${index}`;
 
 export const streams = {
   job: (jobId: string) => `job-${jobId}`,

@@ -2,6 +2,7 @@
  * The import job's request and result as domain types (STYLE §13): what the command API stores
  * on `JobQueued` and what the processor records on `JobStopped`.
  */
+import { compositionCandidates, compositionOrigin, shortIdOf } from './ids';
 
 /**
  * A file the service fetches. `retry_until_found`: the file was written just before the import
@@ -70,8 +71,14 @@ export type ImportPlan = {
   }[];
 };
 
+/**
+ * One file's outcome. `transcript: "skipped"` (an extension of the spec's entry): the file has
+ * speech to transcribe but the service runs without a transcriber (TRANSCRIBER=none), so search
+ * and transcripts will find nothing in it.
+ */
 export type MediaStatus =
-  { readonly status: 'success'; readonly duration_seconds: number } | { readonly status: 'failed'; readonly error_message: string };
+  | { readonly status: 'success'; readonly duration_seconds: number; readonly transcript?: 'skipped' }
+  | { readonly status: 'failed'; readonly error_message: string };
 
 export type ImportResult = {
   readonly status: 'success' | 'partial' | 'error';
@@ -81,3 +88,24 @@ export type ImportResult = {
   readonly error_code?: string;
   readonly error_message?: string;
 };
+
+/**
+ * The short id the job's `project_url` ends in, known at accept so that the 201 and the job show
+ * the same URL: the first composition the request asks for, else the placeholder a new project
+ * starts with, each taking its first candidate whose short id is free, as `AddComposition` will
+ * (the placeholder is added first). `takenShortIds`: the existing project's, or null for a new one.
+ * Undefined when the import makes no composition. Should the first composition not be made (all
+ * its media failed), the job's URL names the composition that was.
+ */
+export function shownShortId(jobId: string, plan: ImportPlan, takenShortIds: ReadonlySet<string> | null): string | undefined {
+  const taken = new Set(takenShortIds ?? []);
+  const take = (origin: string) => {
+    const free = compositionCandidates(origin)
+      .map(shortIdOf)
+      .find((id) => !taken.has(id));
+    if (free !== undefined) taken.add(free);
+    return free;
+  };
+  const placeholder = takenShortIds === null ? take(compositionOrigin(jobId, 'placeholder')) : undefined;
+  return plan.compositions.length > 0 ? take(compositionOrigin(jobId, 0)) : placeholder;
+}

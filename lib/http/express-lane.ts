@@ -8,7 +8,15 @@ import { AppError } from '../domain/errors';
 import type { ApiAppDeps } from './app';
 import { consistencyGuard } from './consistency';
 import { consumeRateLimit } from './guards';
-import { accessLogger, JSON_READ_TIMEOUT_MS, type AccessRecord, type ApiContext, errorResponse, requestIdOf } from './middleware';
+import {
+  accessLogger,
+  answeredError,
+  JSON_READ_TIMEOUT_MS,
+  type AccessRecord,
+  type ApiContext,
+  errorResponse,
+  requestIdOf,
+} from './middleware';
 
 /**
  * The express lane: the API's hottest routes (accepting an import, reading a job) answered on
@@ -158,6 +166,7 @@ async function serve(
   let status: number;
   let text: string;
   let auth: Principal | undefined;
+  let error: AccessRecord['error'];
   try {
     auth = await deps.authenticate(req.headers.authorization);
     Object.assign(headers, await consumeRateLimit(deps.limiter, auth.tokenId));
@@ -176,6 +185,7 @@ async function serve(
       headers: req.headers,
     });
     status = reply.status;
+    error = answeredError(status, 'body' in reply ? reply.body : undefined);
     if (reply.headers) Object.assign(headers, reply.headers);
     text = 'json' in reply ? reply.json : JSON.stringify(reply.body);
     fence?.after(auth.tokenId, c.route.method, status);
@@ -183,6 +193,7 @@ async function serve(
     const answer = errorResponse(err, log);
     status = answer.status;
     text = JSON.stringify(answer.body);
+    error = answeredError(status, answer.body);
     Object.assign(headers, answer.headers);
   }
   headers['Content-Type'] = 'application/json; charset=utf-8';
@@ -190,7 +201,7 @@ async function serve(
   res.writeHead(status, headers);
   res.end(text);
   deps.metrics?.httpRequestDuration.observe({ method: c.route.method, route: c.pattern, status }, (performance.now() - started) / 1000);
-  accessLog({ requestId, method: c.route.method, path: req.url ?? '', status, started, driveId: auth?.driveId });
+  accessLog({ requestId, method: c.route.method, path: req.url ?? '', status, started, driveId: auth?.driveId, error });
 }
 
 /**

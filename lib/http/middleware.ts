@@ -25,7 +25,16 @@ export type AccessRecord = {
   /** performance.now() when the request came in. */
   started: number;
   driveId: string | undefined;
+  /** The answer's `{error, message}`, when it is one (4xx, 5xx). */
+  error?: { readonly code: string; readonly message: string };
 };
+
+/** The error code and message of an answer's body, for its access line. */
+export function answeredError(status: number, body: unknown): AccessRecord['error'] {
+  if (status < 400 || typeof body !== 'object' || body === null) return undefined;
+  const { error, message } = body as { error?: unknown; message?: unknown };
+  return typeof error === 'string' ? { code: error, message: typeof message === 'string' ? message : '' } : undefined;
+}
 
 /** How long template lines wait to be written together. */
 const LINE_BATCH_MS = 10;
@@ -52,7 +61,7 @@ function writeWaiting(): void {
 }
 
 type LineWriter = {
-  /** `{"level":30,"time":<now>` and the logger's bindings: how pino starts an info line. */
+  /** `{"level":"info","time":"<now>"` and the logger's bindings: how pino starts an info line. */
   start(): string;
   /** Queues a whole line, written with the others of the next 10 ms. */
   write(line: string): void;
@@ -64,7 +73,7 @@ const lineWriters = new WeakMap<Logger, LineWriter>();
 /**
  * Info lines made from a template and written to the logger's destination directly, the lines
  * of up to 10 ms at a time (each keeps the time it was made): the line `logger.info(fields, msg)`
- * writes, for a plain pino logger (no hooks, mixins or formatters) as `createLogger` makes.
+ * writes, for a pino logger without hooks, mixins or a log formatter, as `createLogger` makes.
  * A pino call costs about 3.5 µs per line here (its serialization and write were once 12 µs of
  * a 48 µs `GET /jobs/{id}`); from a template, a batch at a time, a fraction of that. What is
  * waiting is written when the process exits; a `kill -9` loses at most the last 10 ms of them,
@@ -76,7 +85,9 @@ function lineWriter(logger: Logger): LineWriter {
   if (existing) return existing;
   const internals = logger as unknown as Record<symbol, unknown>;
   const destination = internals[pino.symbols.streamSym] as { write(text: string): unknown; flushSync?(): void };
-  const head = `{"level":${logger.levels.values.info},"time":`;
+  // How pino starts a line: the level as its formatter writes it, the time as its function does, the bindings.
+  const head = (internals[pino.symbols.lsCacheSym] as Record<number, string>)[logger.levels.values.info];
+  const time = internals[pino.symbols.timeSym] as () => string;
   const bindings = internals[pino.symbols.chindingsSym] as string;
   let pending = '';
   const flush = () => {
@@ -90,7 +101,7 @@ function lineWriter(logger: Logger): LineWriter {
     destination.flushSync?.();
   };
   const writer: LineWriter = {
-    start: () => `${head}${Date.now()}${bindings}`,
+    start: () => `${head}${time()}${bindings}`,
     write(line) {
       if (pending === '') {
         setTimeout(() => (waiting.delete(flushNow), flush()), LINE_BATCH_MS).unref();
@@ -104,9 +115,10 @@ function lineWriter(logger: Logger): LineWriter {
 }
 
 /**
- * The access line, one per request: `{"level":30,"time":…,<the logger's bindings>,"request_id",
- * "method","path","status","ms","drive_id","msg":"request"}`, as `logger.info(fields, 'request')`
- * writes it, from a template (see `lineWriter`).
+ * The access line, one per request: `{"level":"info","time":…,<the logger's bindings>,"request_id",
+ * "method","path","status","ms","drive_id","error_code","error_message","msg":"request"}` (the
+ * error's fields on a 4xx or 5xx), as `logger.info(fields, 'request')` writes it, from a template
+ * (see `lineWriter`).
  */
 export function accessLogger(logger: Logger): (record: AccessRecord) => void {
   const lines = lineWriter(logger);
@@ -114,9 +126,10 @@ export function accessLogger(logger: Logger): (record: AccessRecord) => void {
     if (!logger.isLevelEnabled('info')) return;
     const ms = Math.round((performance.now() - r.started) * 10) / 10;
     const drive = r.driveId === undefined ? '' : `,"drive_id":${JSON.stringify(r.driveId)}`;
+    const error = r.error ? `,"error_code":${JSON.stringify(r.error.code)},"error_message":${JSON.stringify(r.error.message)}` : '';
     lines.write(
       `${lines.start()},"request_id":${JSON.stringify(r.requestId)},"method":${JSON.stringify(r.method)},` +
-        `"path":${JSON.stringify(r.path)},"status":${r.status},"ms":${ms}${drive},"msg":"request"}\n`,
+        `"path":${JSON.stringify(r.path)},"status":${r.status},"ms":${ms}${drive}${error},"msg":"request"}\n`,
     );
   };
 }
@@ -162,7 +175,8 @@ export const requestContext = (logger: Logger): Middleware => {
       await next();
     } finally {
       const driveId = (ctx.state as Partial<ApiState>).auth?.driveId;
-      accessLog({ requestId, method: ctx.method, path: ctx.path, status: ctx.status, started, driveId });
+      const error = answeredError(ctx.status, ctx.body);
+      accessLog({ requestId, method: ctx.method, path: ctx.path, status: ctx.status, started, driveId, error });
     }
   };
 };
@@ -259,6 +273,19 @@ export class UnsupportedMediaType extends AppError {
 }
 
 const CODINGS = 'gzip, deflate, br';
+/** The types @koa/bodyparser reads as JSON (its `extendTypes.json` defaults), as `ctx.is` takes them. */
+const JSON_TYPES = [
+  'application/json',
+  'application/json-patch+json',
+  'application/vnd.api+json',
+  'application/csp-report',
+  'application/reports+json',
+  'application/scim+json',
+];
+
+/** A request that sends a body: a non-zero Content-Length, or chunked. */
+const hasBody = (ctx: Context): boolean =>
+  ctx.req.headers['transfer-encoding'] !== undefined || Number(ctx.req.headers['content-length'] ?? 0) > 0;
 const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 /**
@@ -285,6 +312,12 @@ export function jsonBody(limitBytes: number, options: { readTimeoutMs?: number }
     // Codings are case-insensitive (RFC 9110 §8.4.1); the parser only knows them in lower case.
     if (coding) ctx.req.headers['content-encoding'] = coding.trim().toLowerCase();
     if (!PARSED_METHODS.has(ctx.method)) return parse(ctx, next);
+    if (hasBody(ctx) && !ctx.request.is(JSON_TYPES)) {
+      // Without this, curl's default form type parsed as nothing and the route answered about a missing field.
+      throw new UnsupportedMediaType(
+        `Content-Type must be application/json, not ${JSON.stringify(ctx.request.type || 'none')}: send the body with -H 'Content-Type: application/json'`,
+      );
+    }
     const charset = ctx.request.charset.toLowerCase();
     if (charset && charset !== 'utf-8' && charset !== 'utf8') {
       throw new UnsupportedMediaType(`Content-Type charset ${charset} is not supported: send JSON as UTF-8`);

@@ -45,7 +45,7 @@ describe('POST /v1/jobs/import/project_media (HTTP, embedded adapters)', functio
     assert.equal(res.status, 201, JSON.stringify(res.body));
     assert.ok(h.schemas.validator('import-response')(res.body), JSON.stringify(h.schemas.validator('import-response').errors));
     assert.equal(res.body.drive_id, h.drive.drive_id);
-    assert.equal(res.body.project_url, `${WEB_URL}/${res.body.project_id}`);
+    assert.match(res.body.project_url, new RegExp(`^${WEB_URL}/${res.body.project_id}/[0-9a-f]{5}$`));
 
     const first = await h.http.get(`/v1/jobs/${res.body.job_id}`).set(h.auth());
     assert.equal(first.status, 200, 'readable the moment the 201 was returned');
@@ -68,6 +68,7 @@ describe('POST /v1/jobs/import/project_media (HTTP, embedded adapters)', functio
     const compositionId: string = result.created_compositions[0].id;
     assert.match(compositionId, /^[0-9a-f-]{36}$/);
     assert.equal(job.project_url, `${WEB_URL}/${res.body.project_id}/${compositionId.replace(/-/g, '').slice(0, 5)}`);
+    assert.equal(job.project_url, res.body.project_url, 'the 201 named the composition the job made');
   });
 
   it('names each new project and its import job with a time-ordered UUID (v7), so the stores append instead of scattering', async () => {

@@ -270,8 +270,8 @@ describe('partner import links (edit in)', function () {
       const res = await postImport(nonce);
       assert.equal(res.status, 303, res.text);
       const location = String(res.headers.location);
-      assert.match(location, new RegExp(`^${WEB_URL}/(${UUID})$`));
-      const projectId = location.slice(WEB_URL.length + 1);
+      // The job's project_url: the project, and the composition the import makes.
+      const [, projectId] = new RegExp(`^${WEB_URL}/(${UUID})/[0-9a-f]{5}$`).exec(location) ?? assert.fail(location);
       const [use] = await linkUse(nonce);
       assert.equal(use.project_id, projectId);
       assert.equal(use.used_by_drive, h.drive.drive_id);
@@ -320,7 +320,10 @@ describe('partner import links (edit in)', function () {
       assert.equal((await linkUse(nonce)).length, 1);
       const projects = await projectsFrom(sourceId);
       assert.equal(projects.length, 1);
-      assert.equal(answers.find((a) => a.status === 303)!.headers.location, `${WEB_URL}/${projects[0].project_id}`);
+      assert.match(
+        answers.find((a) => a.status === 303)!.headers.location,
+        new RegExp(`^${WEB_URL}/${projects[0].project_id}/[0-9a-f]{5}$`),
+      );
     });
 
     it('answers an expired link with 410 and imports nothing', async () => {
@@ -413,8 +416,14 @@ describe('partner import links (edit in)', function () {
       await Promise.all([page.waitForURL(`${base}/import?nonce=${nonce}`, { timeout: 10_000 }), page.click('button[type=submit]')]);
       assert.ok((await page.innerText('body')).includes('Browser take.wav'));
 
-      await Promise.all([page.waitForURL(new RegExp(`^${base}/${UUID}$`), { timeout: 10_000 }), page.click('button:has-text("Import")')]);
-      const projectId = page.url().slice(base.length + 1);
+      await Promise.all([
+        page.waitForURL(new RegExp(`^${base}/${UUID}/[0-9a-f]{5}$`), { timeout: 10_000 }),
+        page.click('button:has-text("Import")'),
+      ]);
+      const projectId = page
+        .url()
+        .slice(base.length + 1)
+        .split('/')[0];
       // The page reads the read models: reload until the import has landed there.
       await waitFor(
         async () => {

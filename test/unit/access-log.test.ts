@@ -3,10 +3,12 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
+import { AppError } from '../../lib/domain/errors';
 import { accessLogger, infoLine } from '../../lib/http/middleware';
+import { LOG_OPTIONS, prettyLine, prettyLines } from '../../lib/logger';
 import { waitFor } from '../fixtures/wait';
 
-/** A pino logger as createLogger makes one, writing into `lines`. */
+/** A pino logger as createLogger makes one (JSON), writing into `lines`. */
 function loggerInto(lines: string[], level = 'info') {
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -14,7 +16,7 @@ function loggerInto(lines: string[], level = 'info') {
       done();
     },
   });
-  return pino({ level, base: { service: 'query-api' } }, sink);
+  return pino({ level, base: { service: 'query-api' }, ...LOG_OPTIONS }, sink);
 }
 
 describe('access log', () => {
@@ -36,7 +38,7 @@ describe('access log', () => {
     await waitFor(() => lines.length === 2, { what: 'both lines' });
     const [pinos, ours] = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
     assert.equal(typeof ours.ms, 'number');
-    assert.ok(Math.abs((ours.time as number) - Date.now()) < 5000);
+    assert.ok(Math.abs(Date.parse(ours.time as string) - Date.now()) < 5000);
     assert.deepEqual(Object.keys(ours), Object.keys(pinos), 'the same keys in the same order');
     assert.deepEqual({ ...ours, time: 0, ms: 0 }, { ...pinos, time: 0, ms: 0 });
   });
@@ -49,7 +51,7 @@ describe('access log', () => {
     infoLine(logger, 'import accepted')(fields);
     await waitFor(() => lines.length === 2, { what: 'both lines' });
     const [pinos, ours] = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
-    assert.ok(Math.abs((ours.time as number) - Date.now()) < 5000);
+    assert.ok(Math.abs(Date.parse(ours.time as string) - Date.now()) < 5000);
     assert.deepEqual(Object.keys(ours), Object.keys(pinos), 'the same keys in the same order');
     assert.deepEqual({ ...ours, time: 0 }, { ...pinos, time: 0 });
     assert.ok(!('project_id' in ours));
@@ -93,6 +95,55 @@ describe('access log', () => {
     assert.ok(!('drive_id' in JSON.parse(lines[0])));
   });
 
+  it('writes ISO times and level names, and the error code and message of a 4xx or 5xx answer, as pino would', async () => {
+    const lines: string[] = [];
+    const logger = loggerInto(lines);
+    const error = { code: 'invalid_input', message: 'add_media is required: "give" one' };
+    const { requestId, method, path, driveId } = record;
+    logger.info(
+      { request_id: requestId, method, path, status: 400, ms: 0, drive_id: driveId, error_code: error.code, error_message: error.message },
+      'request',
+    );
+    accessLogger(logger)({ ...record, status: 400, error });
+    await waitFor(() => lines.length === 2, { what: 'both lines' });
+    const [pinos, ours] = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    assert.equal(ours.level, 'info');
+    assert.match(String(ours.time), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.deepEqual({ ...ours, time: 0, ms: 0 }, { ...pinos, time: 0, ms: 0 });
+    assert.equal(ours.error_code, 'invalid_input');
+    assert.equal(ours.error_message, error.message);
+  });
+
+  it('logs an expected error (contention, a refusal) by code and message without a stack; a bug with its stack', async () => {
+    const lines: string[] = [];
+    const logger = loggerInto(lines, 'warn');
+    logger.warn({ err: new AppError('unavailable', 'too many concurrent changes to job-1; try again', { retriable: true }) }, 'retrying');
+    logger.error({ err: new TypeError('x is undefined') }, 'request failed');
+    await waitFor(() => lines.length === 2, { what: 'both lines' });
+    const [expected, bug] = lines.map((line) => JSON.parse(line) as { level: string; err: Record<string, unknown> });
+    assert.deepEqual(expected.err, { type: 'AppError', code: 'unavailable', message: 'too many concurrent changes to job-1; try again' });
+    assert.equal(expected.level, 'warn');
+    assert.match(String(bug.err.stack), /TypeError: x is undefined\n\s+at /);
+  });
+
+  it('reads as a short line on a terminal: time, level, service, message, fields', async () => {
+    const written: string[] = [];
+    const logger = pino(
+      { level: 'info', base: { service: 'serve' }, ...LOG_OPTIONS },
+      prettyLines({ write: (t: string) => written.push(t) }),
+    );
+    logger.info({ port: 8080, data_dir: './data' }, 'listening');
+    accessLogger(logger)({ ...record, path: '/v1/status', status: 401, error: { code: 'unauthorized', message: 'no token' } });
+    await waitFor(() => written.join('').split('\n').length >= 3, { what: 'two lines' });
+    const [listening, access] = written.join('').split('\n');
+    assert.match(listening, /^\d\d:\d\d:\d\d\.\d{3} INFO {2}serve: listening port=8080 data_dir=\.\/data$/);
+    assert.match(
+      access,
+      /INFO {2}serve: request request_id=req-1 method=GET path=\/v1\/status status=401 ms=[\d.]+ drive_id=drive-1 error_code=unauthorized error_message="no token"$/,
+    );
+    assert.equal(prettyLine('not json'), 'not json\n');
+  });
+
   it('writes nothing above the info level', async () => {
     const lines: string[] = [];
     accessLogger(loggerInto(lines, 'warn'))(record);
@@ -110,5 +161,6 @@ describe('access log', () => {
     ].join('\n');
     const out = execFileSync(process.execPath, ['--import', 'tsx', '-e', script], { encoding: 'utf8' });
     assert.match(out, /"request_id":"last-words"/);
+    assert.match(out, /^\{"level":"info","time":"\d{4}-/, 'JSON, as stdout is not a terminal');
   });
 });

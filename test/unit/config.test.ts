@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { loadConfig, parseDurationSeconds } from '../../lib/config';
+import { effectiveConfig, loadConfig, parseDurationSeconds } from '../../lib/config';
 
 describe('configuration from the environment', () => {
   it('has working defaults for the embedded mode', () => {
@@ -62,6 +62,22 @@ describe('configuration from the environment', () => {
   });
   it('requires TRANSCRIBER_URL for the openai transcriber', () => {
     assert.throws(() => loadConfig({ TRANSCRIBER: 'openai' }), /TRANSCRIBER_URL/);
+  });
+
+  it('takes TRANSCRIBER_MODEL for a self-hosted OpenAI-compatible server, and shows it with no secret', () => {
+    const config = loadConfig({
+      TRANSCRIBER: 'openai',
+      TRANSCRIBER_URL: 'http://whisper.lan:8000/v1',
+      TRANSCRIBER_MODEL: 'Systran/faster-whisper-small',
+      TRANSCRIBER_API_KEY: 'sk-secret',
+      MONGO_URL: 'mongodb://user:pw@mongo:27017/mps',
+    });
+    assert.equal(config.transcriber.model, 'Systran/faster-whisper-small');
+    const shown = effectiveConfig(config);
+    assert.equal(shown.transcriber_model, 'Systran/faster-whisper-small');
+    assert.equal(shown.read_store, 'mongodb://***@mongo:27017/mps');
+    assert.equal(shown.mode, 'distributed');
+    assert.doesNotMatch(JSON.stringify(shown), /sk-secret|pw@/);
   });
 
   it('parses durations with units', () => {

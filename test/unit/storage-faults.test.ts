@@ -22,6 +22,21 @@ const TSX = require.resolve('tsx/cjs');
 const run = promisify(execFile);
 const event = (data: Record<string, unknown> = {}): NewEvent => ({ id: randomUUID(), type: 'A', data, metadata: { partition_key: 'k' } });
 
+const NOBODY = 65534;
+
+/**
+ * Why `uid` cannot read `paths` (a parent directory it may not enter, as a checkout under
+ * `/root` or in a `mktemp -d` folder), or null when it can. Asked of a child running as that
+ * user: root itself reads through any permission.
+ */
+async function unreadableFor(uid: number, paths: string[]): Promise<string | null> {
+  const probe = `const fs = require('node:fs'); for (const p of ${JSON.stringify(paths)}) fs.accessSync(p, fs.constants.R_OK);`;
+  return run(process.execPath, ['-e', probe], { cwd: '/', uid, gid: uid }).then(
+    () => null,
+    (err: { stderr?: string; message: string }) => /(E[A-Z]+: [^\n]*)/.exec(err.stderr ?? '')?.[1] ?? err.message.split('\n')[0],
+  );
+}
+
 type Described = { code?: string; message?: string; status?: number; retriable?: boolean; cause?: string };
 
 /** The client-facing error: `unavailable`, retriable, no path; the path and the SQLite code only in the cause. */
@@ -120,10 +135,15 @@ describe('embedded stores: storage faults', () => {
           await docs.close();
           console.log(JSON.stringify(out));
         })();`;
-      // Root writes through any permission: run the child as nobody instead.
+      // Root writes through any permission: run the child as nobody instead, if nobody can read the code.
+      const unreadable = asRoot ? await unreadableFor(NOBODY, [TSX, join(ROOT, 'lib', 'adapters', 'embedded', 'event-store.ts')]) : null;
+      if (unreadable) {
+        console.log(`      skipped: the user nobody (uid ${NOBODY}) cannot read the code to run as it: ${unreadable}`);
+        return this.skip();
+      }
       const child = await run(process.execPath, ['--require', TSX, '-e', script], {
         cwd: ROOT,
-        ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+        ...(asRoot ? { uid: NOBODY, gid: NOBODY } : {}),
       }).catch((err) => {
         if (asRoot && /EPERM|EACCES/.test(String(err))) return null;
         throw err;

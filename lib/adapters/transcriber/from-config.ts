@@ -19,7 +19,7 @@ export function createTranscriber(config: Config['transcriber'], deps: Transcrib
       return createNoTranscriber();
     case 'openai':
       if (!config.url) throw new ConfigError('invalid configuration: TRANSCRIBER_URL: required when TRANSCRIBER=openai');
-      return createOpenAiTranscriber({ ...deps, url: config.url, apiKey: config.apiKey, model: deps.openAiModel });
+      return createOpenAiTranscriber({ ...deps, url: config.url, apiKey: config.apiKey, model: config.model ?? deps.openAiModel });
     case 'pocketsphinx': {
       const binaryPath = deps.pocketsphinxPath ?? findPocketsphinx();
       if (!binaryPath) {

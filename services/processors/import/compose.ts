@@ -1,4 +1,4 @@
-import { v5 as uuidv5 } from 'uuid';
+import { compositionCandidates } from '../../../lib/domain/ids';
 import type { Clip } from '../../../lib/domain/edl';
 import type { ImportPlan } from '../../../lib/domain/import';
 import type { CompositionEntry, ProjectState } from '../../../lib/domain/project';
@@ -11,7 +11,6 @@ import type { JobContext } from '../job-runner';
  * origin, so a retried job that crashed between them finishes the composition it began.
  */
 
-const COMPOSITION_NAMESPACE = '5b0f2f55-6c1e-4f0e-9a43-0e4b1c2d7a10';
 export const DEFAULT_SIZE = { width: 1920, height: 1080 } as const;
 
 export type CompositionSpec = ImportPlan['compositions'][number];
@@ -26,7 +25,7 @@ export async function createComposition(
   const metadata = { partition_key: ctx.job.project_id, drive_id: ctx.job.drive_id, causation_id: ctx.job.job_id };
   const now = () => deps.clock.now().toISOString();
   // Deterministic candidates: a retry proposes the same ids, and the first free short id wins.
-  const candidateIds = Array.from({ length: 16 }, (_, n) => uuidv5(`${origin}#${n}`, COMPOSITION_NAMESPACE));
+  const candidateIds = compositionCandidates(origin);
   const listed = await deps.on.projects.handle(
     ctx.job.project_id,
     { type: 'AddComposition', origin, name: spec.name, candidateIds, now: now() },

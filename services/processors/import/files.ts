@@ -5,7 +5,7 @@ import type { UploadReceived } from '../../../lib/domain/job';
 import type { ProjectCommand } from '../../../lib/domain/project';
 import type { JobContext } from '../job-runner';
 import { download } from './fetch-media';
-import { describeMedia, type FileOutcome, type Source } from './media-file';
+import { describeMedia, transcriptStatus, type FileOutcome, type Source } from './media-file';
 import type { ImportWorkDeps, Plan, Project } from './work';
 
 /**
@@ -75,7 +75,7 @@ async function importOne(
   await ctx.settle('media_seconds', ref, seconds);
   await ctx.charge(ref, seconds);
   ctx.log.info({ ref, seconds, bytes: outcome.file.size_bytes, words: outcome.transcript?.word_count }, 'media file imported');
-  return { status: 'success', duration_seconds: seconds };
+  return { status: 'success', duration_seconds: seconds, ...transcriptStatus(outcome) };
 }
 
 /**

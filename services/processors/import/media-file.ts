@@ -1,7 +1,7 @@
 import { storeTranscript } from '../../../lib/app/transcripts';
 import { AppError } from '../../../lib/domain/errors';
 import { acceptMedia } from '../../../lib/domain/media-formats';
-import type { AddMedia } from '../../../lib/domain/project';
+import type { AddMedia, MediaFile } from '../../../lib/domain/project';
 import type { ImportWorkDeps } from './work';
 import type { JobContext } from '../job-runner';
 
@@ -11,6 +11,17 @@ import type { JobContext } from '../job-runner';
  */
 
 export type FileOutcome = Pick<AddMedia, 'file' | 'transcript'>;
+
+/**
+ * What a file's `media_status` entry says of its transcript: `skipped` when it has audio and no
+ * transcript came of it (only TRANSCRIBER=none answers none), so that a job without transcription
+ * does not read as a plain success. A file an earlier attempt imported carries its transcript on
+ * the project's media file.
+ */
+export function transcriptStatus({ file, transcript }: FileOutcome): { transcript?: 'skipped' } {
+  const transcribed = transcript ?? (file as Partial<MediaFile>).transcript;
+  return file.has_audio && file.media_type !== 'image' && !transcribed ? { transcript: 'skipped' } : {};
+}
 
 export type Source = {
   readonly ref: string;

@@ -201,14 +201,18 @@ async function renderProject(deps: WebRoutesDeps, who: Principal, projectId: str
     throw err;
   }
   const focus = shortId === undefined ? null : view.compositions.find((c) => c.short_id === shortId.toLowerCase());
-  if (focus === undefined) throw notFound(`There is no composition ${shortId} in this project.`);
+  const jobs = await recentJobs(deps.read, view.project);
+  // A job's project_url names its composition from the 201 on: until the job makes it, the page shows the project.
+  if (
+    focus === undefined &&
+    !jobs.some((j) => (j.job_state === 'queued' || j.job_state === 'running') && String(j.project_url).endsWith(`/${shortId}`))
+  ) {
+    throw notFound(`There is no composition ${shortId} in this project.`);
+  }
   const ordered = focus ? [focus, ...view.compositions.filter((c) => c !== focus)] : view.compositions;
-  const [compositions, jobs] = await Promise.all([
-    Promise.all(
-      ordered.map(async (composition) => ({ composition, words: await compositionWords(deps.blobs, view.project, composition.clips) })),
-    ),
-    recentJobs(deps.read, view.project),
-  ]);
+  const compositions = await Promise.all(
+    ordered.map(async (composition) => ({ composition, words: await compositionWords(deps.blobs, view.project, composition.clips) })),
+  );
   return projectPage({ view, compositions, focusId: focus?.id ?? null, jobs });
 }
 

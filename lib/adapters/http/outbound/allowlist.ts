@@ -110,9 +110,22 @@ export function literalRefusal(rawUrl: string, allowlist: ParsedAllowlist): stri
     return 'is not a URL';
   }
   if (isHostAllowed(host, allowlist)) return null;
-  if (host === 'localhost' || host.endsWith('.localhost')) return `${host} is a loopback host; only public addresses can be fetched`;
+  if (host === 'localhost' || host.endsWith('.localhost')) {
+    if (host === 'localhost' && loopbackListed(allowlist)) return null;
+    return `${host} is a loopback host; only public addresses can be fetched ${UNLESS_LISTED}`;
+  }
   if (isIP(host) !== 0 && !isAddressAllowed(host, allowlist)) {
-    return `${host} is an internal (loopback, private or link-local) address; only public addresses can be fetched`;
+    return `${host} is an internal (loopback, private or link-local) address; only public addresses can be fetched ${UNLESS_LISTED}`;
   }
   return null;
 }
+
+/** Said with every refusal of an internal address: the one setting that changes it, for whoever runs the service. */
+export const UNLESS_LISTED = 'unless the service is started with OUTBOUND_ALLOWLIST listing it (e.g. OUTBOUND_ALLOWLIST=127.0.0.1)';
+
+/**
+ * `localhost` names the loopback address (RFC 6761 §6.3), so allowing 127.0.0.1 or ::1 allows
+ * it too; at fetch time its resolved addresses are still checked as any other host's.
+ */
+const loopbackListed = (allowlist: ParsedAllowlist): boolean =>
+  isAddressAllowed('127.0.0.1', allowlist) || isAddressAllowed('::1', allowlist);

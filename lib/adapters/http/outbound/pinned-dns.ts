@@ -2,7 +2,7 @@ import type { LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import { OutboundError } from '../../../domain/errors';
-import { isAddressAllowed, isHostAllowed, type ParsedAllowlist } from './allowlist';
+import { isAddressAllowed, isHostAllowed, UNLESS_LISTED, type ParsedAllowlist } from './allowlist';
 import { abortReason, type Action } from './errors';
 
 /**
@@ -21,10 +21,18 @@ export async function checkedAddresses(
   signal?: AbortSignal,
 ): Promise<LookupAddress[]> {
   const family = isIP(host);
-  const addresses = family !== 0 ? [{ address: host, family }] : await resolveAll(host, guard.timeoutMs, signal);
   const { allowlist } = guard;
-  if (!isHostAllowed(host, allowlist) && addresses.some((a) => !isAddressAllowed(a.address, allowlist))) {
-    throw new OutboundError('blocked_address', `refused to ${action} ${host}: it resolves to an internal (private or loopback) address`);
+  const resolved = family !== 0 ? [{ address: host, family }] : await resolveAll(host, guard.timeoutMs, signal);
+  // localhost mostly resolves to both 127.0.0.1 and ::1: with one of them listed, only the listed
+  // ones are connected to, rather than the host refused for the other.
+  const listed = host === 'localhost' ? resolved.filter((a) => isAddressAllowed(a.address, allowlist)) : [];
+  const addresses = listed.length > 0 ? listed : resolved;
+  const internal = isHostAllowed(host, allowlist) ? undefined : addresses.find((a) => !isAddressAllowed(a.address, allowlist));
+  if (internal) {
+    throw new OutboundError(
+      'blocked_address',
+      `refused to ${action} ${host}: it resolves to an internal (private or loopback) address, ${internal.address}, ${UNLESS_LISTED}`,
+    );
   }
   return addresses;
 }
