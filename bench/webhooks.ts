@@ -63,6 +63,7 @@ export async function measureWebhooks(count = Number(process.env.BENCH_WEBHOOKS 
       workerId: 'bench',
       scheduleSeconds: [1],
       pollMs: 50,
+      perDrive: 16,
       perHost: 16,
     });
     for (;;) {
