@@ -56,7 +56,13 @@ export type DispatcherDeps = {
   projected?: Watermark;
 };
 
-export type Dispatcher = { stop(): Promise<void>; subscription: LogSubscription | null; idle(): Promise<void> };
+export type Dispatcher = {
+  stop(): Promise<void>;
+  subscription: LogSubscription | null;
+  idle(): Promise<void>;
+  /** Attempts in flight, the drives holding them and the most one drive holds (metrics). */
+  slots(): { inFlight: number; drives: number; most: number };
+};
 
 export const DEFAULT_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18_000, 36_000, 36_000, 36_000, 36_000, 36_000, 36_000];
 
@@ -77,6 +83,7 @@ export async function start(deps: DispatcherDeps): Promise<Dispatcher> {
   return {
     subscription,
     idle: due.idle,
+    slots: due.slots,
     async stop() {
       stopping.abort(new Error('shutting down'));
       alarm.wake();
@@ -192,7 +199,6 @@ function dueDeliveries(d: Dispatching, wake: () => void) {
     async idle() {
       await Promise.all(running);
     },
-    /** Attempts in flight, drives holding them, and the most one drive holds. */
-    stats: () => ({ inFlight: queue.inFlight(), ...queue.drivesInFlight() }),
+    slots: () => ({ inFlight: queue.inFlight(), ...queue.drivesInFlight() }),
   };
 }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
+import { createMetrics } from '../../lib/observability/metrics';
 import { startHarness, type Harness } from '../fixtures/harness';
 import { startMediaServer } from '../fixtures/media-server';
 import { waitFor } from '../fixtures/wait';
@@ -77,6 +78,10 @@ describe('webhook delivery is fair across drives and hosts', function () {
       intervalMs: 250,
     });
     await waitFor(() => tally.open >= PER_HOST, { what: 'the hanging attempts under way' });
+    const metrics = createMetrics();
+    metrics.watchWebhooks(h.dispatcher!.slots);
+    const atCap = new RegExp(`webhook_attempts_in_flight\\{what="most_per_drive"\\} ${PER_HOST}\n`);
+    await waitFor(async () => atCap.test(await metrics.registry.metrics()), { what: 'drive A at its cap, in metrics' });
 
     const late = await deliveredAfterStop(await stoppingImport(h.other.token, healthy.url('/b')), h.other.token, healthy);
     assert.ok(late < 1000, `drive B's webhook arrived ${late} ms after its job stopped`);
