@@ -2,7 +2,7 @@ import type { LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import { OutboundError } from '../../../domain/errors';
-import { isAddressAllowed, isHostAllowed, type ParsedAllowlist } from './allowlist';
+import { isAddressAllowed, isHostAllowed, isLoopbackName, type ParsedAllowlist } from './allowlist';
 import { abortReason, type Action } from './errors';
 
 /**
@@ -11,7 +11,9 @@ import { abortReason, type Action } from './errors';
  */
 
 /**
- * Resolves every address of the host and refuses the hop if any of them is internal. The look-up
+ * Resolves every address of the host and refuses the hop if any of them is internal; a localhost
+ * name (also `localhost.`, with the trailing dot of a fully qualified name) before any look-up.
+ * The look-up uses the name as given: without its dot a single label may take a search domain. The look-up
  * has a deadline of its own (`timeoutMs`) besides the caller's signal: getaddrinfo can hang.
  */
 export async function checkedAddresses(
@@ -20,10 +22,12 @@ export async function checkedAddresses(
   action: Action,
   signal?: AbortSignal,
 ): Promise<LookupAddress[]> {
+  const { allowlist } = guard;
+  const allowed = isHostAllowed(host, allowlist);
+  if (!allowed && isLoopbackName(host)) throw new OutboundError('blocked_address', `refused to ${action} ${host}: it is a loopback host`);
   const family = isIP(host);
   const addresses = family !== 0 ? [{ address: host, family }] : await resolveAll(host, guard.timeoutMs, signal);
-  const { allowlist } = guard;
-  if (!isHostAllowed(host, allowlist) && addresses.some((a) => !isAddressAllowed(a.address, allowlist))) {
+  if (!allowed && addresses.some((a) => !isAddressAllowed(a.address, allowlist))) {
     throw new OutboundError('blocked_address', `refused to ${action} ${host}: it resolves to an internal (private or loopback) address`);
   }
   return addresses;
