@@ -67,6 +67,7 @@ export async function measureWebhooks(count = Number(process.env.BENCH_WEBHOOKS 
       secrets,
       scheduleSeconds: [1],
       pollMs: 50,
+      perDrive: 16,
       perHost: 16,
     });
     for (;;) {

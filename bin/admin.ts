@@ -5,6 +5,7 @@ import { AppError } from '../lib/domain/errors';
 import type { AccessLevel, DriveUpdated } from '../lib/domain/tenancy';
 import { ConfigError, loadConfig } from '../lib/config';
 import { openDeadLetters, openEventStore, openReadStore, openSecretBox } from '../lib/adapters/from-config';
+import { parseHostAllowList } from '../lib/adapters/http/outbound-fetcher';
 import type { DeadLetterStore } from '../lib/ports/dead-letters';
 import { randomIds, systemClock } from '../lib/adapters/system/clock';
 
@@ -26,6 +27,15 @@ const levels = (value: string) => {
   const bad = list.find((l) => !LEVELS.includes(l));
   if (bad) throw new InvalidArgumentError(`"${bad}" is not one of ${LEVELS.join(', ')}`);
   return list;
+};
+
+/** Refused here, naming the entry: `*`, `http://x.com` or `a b` would be stored and never match. */
+const hostAllowList = (value: string) => {
+  try {
+    return parseHostAllowList(value.split(','));
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
 };
 
 async function run(action: (deps: AdminDeps) => Promise<unknown>) {
@@ -58,12 +68,7 @@ drive
   .option('--no-agent-disabled', 'enable agent usage')
   .option('--allowed-access-levels <list>', `publish access levels allowed (${LEVELS.join(',')})`, levels)
   .addOption(new Option('--default-access-level <level>', 'default publish access level').choices(LEVELS))
-  .option('--host-allow-list <hosts>', 'comma-separated hosts partner URIs may come from', (v: string) =>
-    v
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
-  )
+  .option('--host-allow-list <hosts>', 'comma-separated host names or IP addresses partner URIs may come from', hostAllowList)
   .option('--credits <n>', 'AI credits balance', wholeNumber)
   .option('--media-seconds <n>', 'media seconds allowance (what is left is this minus what imports used)', wholeNumber)
   .option('--rotate-webhook-secret', 'make a new webhook signing secret (printed once); the old one stops signing at once')

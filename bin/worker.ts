@@ -68,6 +68,7 @@ runService('worker', async (config, logger) => {
     dispatcherDeps(config, logger, { store, read: readSide.read, log }, { onFatal, projected: projector.onWatermark && watermark }),
   );
   stops.unshift(dispatcher.stop);
+  metrics.watchWebhooks(dispatcher.slots);
   const lag = watchLag(metrics, [projector, ...proc.subscriptions, ...(dispatcher.subscription ? [dispatcher.subscription] : [])]);
   parent.ready();
 

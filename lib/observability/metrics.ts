@@ -21,6 +21,9 @@ const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1
 const LAG_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10];
 const JOB_BUCKETS = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
 
+/** What the webhook dispatcher reports: attempts in flight, the drives holding them, and the most one drive holds. */
+export type WebhookSlots = { readonly inFlight: number; readonly drives: number; readonly most: number };
+
 export function createMetrics(options: { defaultLabels?: Record<string, string> } = {}) {
   const registry = new Registry();
   if (options.defaultLabels) registry.setDefaultLabels(options.defaultLabels);
@@ -29,6 +32,7 @@ export function createMetrics(options: { defaultLabels?: Record<string, string> 
   // Caches report their own plain counts (no metric call on a hot path); read at each scrape.
   const caches = new Map<string, () => CacheStats>();
   const counted = new Map<string, { hits: number; misses: number }>();
+  let webhookSlots: () => WebhookSlots = () => ({ inFlight: 0, drives: 0, most: 0 });
   return {
     registry,
     /** Labelled by the matched route pattern (`/v1/jobs/:job_id`), `unmatched` when none matched. */
@@ -118,6 +122,26 @@ export function createMetrics(options: { defaultLabels?: Record<string, string> 
       buckets: LAG_BUCKETS,
       registers,
     }),
+    /**
+     * The dispatcher's fair queue (issue 19): no label per drive (drive ids are not a small set),
+     * but how many drives hold slots and the most one holds, which shows a tenant at its cap.
+     */
+    webhookSlots: new Gauge({
+      name: 'webhook_attempts_in_flight',
+      help: 'Webhook attempts in flight in this dispatcher (what), the drives holding them (drives) and the most one drive holds (most_per_drive)',
+      labelNames: ['what'] as const,
+      registers,
+      collect() {
+        const now = webhookSlots();
+        this.set({ what: 'attempts' }, now.inFlight);
+        this.set({ what: 'drives' }, now.drives);
+        this.set({ what: 'most_per_drive' }, now.most);
+      },
+    }),
+    /** Reports the webhook dispatcher's slots in `webhook_attempts_in_flight`, read at each scrape. */
+    watchWebhooks(stats: () => WebhookSlots) {
+      webhookSlots = stats;
+    },
     /** Reports `stats` as the cache `name` in `read_cache_entries` and `read_cache_lookups_total`. */
     watchCache(name: string, stats: () => CacheStats) {
       caches.set(name, stats);

@@ -22,11 +22,32 @@ export type DeliveryAttemptView = {
   readonly next_attempt_at: string | null;
 };
 
+/**
+ * The host name a delivery goes to, the dispatcher's unit of fairness within a drive (issue 19):
+ * without the port (four ports of one host are one host), brackets or a trailing dot.
+ */
+export function receivingHost(url: string): string {
+  try {
+    return new URL(url).hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  } catch {
+    return url;
+  }
+}
+
 export function evolveDeliveryDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
   const event = { type: stored.type, data: stored.data } as DeliveryEvent;
   if (event.type === 'DeliveryScheduled') {
     const d = event.data;
-    return { _id: d.job_id, _rev: stored.revision, ...d, state: 'pending', attempts: [], requested_at: null, claimed_until: null };
+    return {
+      _id: d.job_id,
+      _rev: stored.revision,
+      ...d,
+      host: receivingHost(d.url),
+      state: 'pending',
+      attempts: [],
+      requested_at: null,
+      claimed_until: null,
+    };
   }
   if (!doc) return null;
   switch (event.type) {
@@ -47,9 +68,10 @@ export function evolveDeliveryDoc(doc: Doc | null, stored: StoredEvent): Doc | n
 
 export const deliveriesModel: ReadModel = {
   name: DELIVERIES,
-  version: 1,
+  // 2: `host`, and the index the dispatcher walks drive by drive, host by host.
+  version: 2,
   handles: new Set(['DeliveryScheduled', 'DeliveryClaimed', 'DeliveryAttempted', 'DeliveryRequested'] satisfies DeliveryEvent['type'][]),
   docId: (e) => (streamCategory(e.streamId) === 'delivery' ? e.streamId.slice('delivery-'.length) : null),
   evolve: evolveDeliveryDoc,
-  indexes: [['state', 'due_at'], ['drive_id']],
+  indexes: [['drive_id'], ['state', 'drive_id', 'host', 'due_at']],
 };

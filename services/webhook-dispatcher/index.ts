@@ -8,7 +8,7 @@ import type { EventStore } from '../../lib/ports/event-store';
 import type { OutboundFetcher } from '../../lib/ports/outbound';
 import type { Doc, ReadStore } from '../../lib/ports/read-store';
 import type { SecretBox } from '../../lib/ports/secret-box';
-import { DELIVERIES } from '../../lib/read-models/deliveries';
+import { createFairQueue } from './fair-queue';
 import { attempt, handlersOf, nowIso, onDelivery, type Dispatching } from './attempt';
 
 /**
@@ -34,8 +34,12 @@ export type DispatcherDeps = {
   scheduleSeconds: readonly number[];
   /** How often to look for due deliveries; default 500 ms. */
   pollMs?: number;
-  /** Attempts in flight at once, and per receiving host. */
+  /**
+   * Attempts in flight at once (default 32), per drive (8: what one tenant's dead receivers can
+   * hold) and per host name of one drive (4). Drives, then their hosts, take turns (fair-queue.ts).
+   */
   concurrency?: number;
+  perDrive?: number;
   perHost?: number;
   /** A receiver has this long to answer with a 2xx (DESIGN: 15 s). */
   timeoutMs?: number;
@@ -55,7 +59,13 @@ export type DispatcherDeps = {
   secrets: SecretBox;
 };
 
-export type Dispatcher = { stop(): Promise<void>; subscription: LogSubscription | null; idle(): Promise<void> };
+export type Dispatcher = {
+  stop(): Promise<void>;
+  subscription: LogSubscription | null;
+  idle(): Promise<void>;
+  /** Attempts in flight, the drives holding them and the most one drive holds (metrics). */
+  slots(): { inFlight: number; drives: number; most: number };
+};
 
 export const DEFAULT_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18_000, 36_000, 36_000, 36_000, 36_000, 36_000, 36_000];
 
@@ -76,6 +86,7 @@ export async function start(deps: DispatcherDeps): Promise<Dispatcher> {
   return {
     subscription,
     idle: due.idle,
+    slots: due.slots,
     async stop() {
       stopping.abort(new Error('shutting down'));
       alarm.wake();
@@ -154,72 +165,43 @@ async function pollDue(d: Dispatching, due: DueDeliveries, alarm: Alarm): Promis
 type DueDeliveries = ReturnType<typeof dueDeliveries>;
 
 /**
- * Starts an attempt for each due delivery in the `deliveries` read model (deliveries another
- * replica holds are left out by `claimed_until`): one per job at a time, at most `concurrency` in
- * all and `perHost` per receiving host.
+ * Starts an attempt for each due delivery the fair queue gives (fair-queue.ts): drives in turn,
+ * then their hosts in turn, one attempt per job at a time, at most `concurrency` in all,
+ * `perDrive` per drive and `perHost` per host name of a drive. Deliveries another replica holds
+ * are left out by `claimed_until`.
  */
 function dueDeliveries(d: Dispatching, wake: () => void) {
-  const inFlight = new Map<string, Promise<void>>(); // by job id
-  const hosts = hostCounts();
-  const concurrency = d.deps.concurrency ?? 16;
-  const perHost = d.deps.perHost ?? 4;
+  const queue = createFairQueue(d.deps.read, {
+    concurrency: d.deps.concurrency ?? 32,
+    perDrive: d.deps.perDrive ?? 8,
+    perHost: d.deps.perHost ?? 4,
+  });
+  const running = new Set<Promise<void>>();
 
-  const begin = (doc: Doc, host: string) => {
-    const jobId = doc._id;
-    hosts.enter(host);
-    const run = attempt(d, { jobId, driveId: String(doc.drive_id), projectId: String(doc.project_id) })
+  const begin = (doc: Doc) => {
+    queue.enter(doc);
+    const run = attempt(d, { jobId: doc._id, driveId: String(doc.drive_id), projectId: String(doc.project_id) })
       .catch((err: unknown) => {
-        d.log.error({ err, job_id: jobId }, 'delivery attempt failed unexpectedly');
+        d.log.error({ err, job_id: doc._id }, 'delivery attempt failed unexpectedly');
         return false;
       })
       .then((sent) => {
-        inFlight.delete(jobId);
-        hosts.leave(host);
+        running.delete(run);
+        queue.leave(doc);
         // A freed slot may serve a waiting delivery; an attempt that sent nothing (not ours) wakes no one.
         if (sent) wake();
       });
-    inFlight.set(jobId, run);
+    running.add(run);
   };
 
   return {
     async dispatch(): Promise<void> {
-      if (inFlight.size >= concurrency) return;
-      const due = await d.deps.read.find(
-        DELIVERIES,
-        { state: 'pending', due_at: { $lte: nowIso(d) } },
-        { sort: [['due_at', 1]], limit: concurrency * 4 },
-      );
-      for (const doc of due) {
-        if (inFlight.size >= concurrency) return;
-        const host = hostOf(String(doc.url));
-        if (inFlight.has(doc._id) || hosts.count(host) >= perHost) continue; // a slow host waits its turn, others go on
-        begin(doc, host);
-      }
+      const round = queue.round(nowIso(d));
+      for (let doc = await round.next(); doc; doc = await round.next()) begin(doc);
     },
     async idle() {
-      await Promise.all(inFlight.values());
+      await Promise.all(running);
     },
+    slots: () => ({ inFlight: queue.inFlight(), ...queue.drivesInFlight() }),
   };
-}
-
-/** Attempts in flight per receiving host. */
-function hostCounts() {
-  const byHost = new Map<string, number>();
-  return {
-    count: (host: string) => byHost.get(host) ?? 0,
-    enter: (host: string) => void byHost.set(host, (byHost.get(host) ?? 0) + 1),
-    leave(host: string) {
-      const left = (byHost.get(host) ?? 1) - 1;
-      if (left === 0) byHost.delete(host);
-      else byHost.set(host, left);
-    },
-  };
-}
-
-function hostOf(url: string): string {
-  try {
-    return new URL(url).host;
-  } catch {
-    return url;
-  }
 }

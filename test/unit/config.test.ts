@@ -52,6 +52,15 @@ describe('configuration from the environment', () => {
     );
   });
 
+  for (const entry of ['*', 'http://x.com', 'a b']) {
+    it(`refuses the OUTBOUND_ALLOWLIST entry ${JSON.stringify(entry)}, naming the variable and the entry`, () => {
+      assert.throws(
+        () => loadConfig({ OUTBOUND_ALLOWLIST: `127.0.0.1,${entry}` }),
+        (err: Error) => err.message.includes('OUTBOUND_ALLOWLIST') && err.message.includes(`"${entry}"`),
+      );
+    });
+  }
+
   it('reads an empty variable as unset, and refuses a short SIGNING_SECRET', () => {
     const config = loadConfig({ TRANSCRIBER_URL: '', TRANSCRIBER_API_KEY: '', SIGNING_SECRET: '' });
     assert.equal(config.transcriber.url, undefined);

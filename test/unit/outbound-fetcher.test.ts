@@ -12,6 +12,7 @@ import {
   literalRefusal,
   OutboundError,
   parseAllowlist,
+  parseHostAllowList,
 } from '../../lib/adapters/http/outbound-fetcher';
 import { LONG_LENGTH, SHORT_LENGTH, startHostileMediaServer } from '../fixtures/hostile-media-server';
 import { makeTestMedia } from '../fixtures/media';
@@ -85,6 +86,17 @@ describe('OutboundFetcher: node:http with an address guard', () => {
       assert.equal(await text(fetched.body), 'hello');
     });
   }
+
+  it('refuses localhost. and foo.localhost. (a trailing dot) at fetch time without a look-up', async () => {
+    const url = await start(hello);
+    for (const host of ['localhost.', 'foo.localhost.', 'LOCALHOST.']) {
+      await assert.rejects(
+        createOutboundFetcher({ allowlist: [] }).get(`${url.replace('127.0.0.1', host)}/a.wav`, {}),
+        rejectsWith('blocked_address', /loopback host/),
+      );
+    }
+    assert.equal(hits, 0);
+  });
 
   it('connects to the address it checked, never to a fresh DNS answer (rebinding)', async () => {
     const url = await start(hello);
@@ -238,6 +250,14 @@ describe('isAddressAllowed', () => {
     assert.equal(isAddressAllowed('::7f00:1', parseAllowlist(['::127.0.0.1'])), true);
   });
 
+  it('literalRefusal reads a host name with a trailing dot as without it (issue 19, 7)', () => {
+    for (const url of ['http://localhost./x', 'http://foo.localhost./x', 'http://LOCALHOST.:8080/x', 'http://127.0.0.1./x']) {
+      assert.match(literalRefusal(url, none) ?? 'allowed', /loopback|internal/, url);
+    }
+    assert.equal(literalRefusal('http://localhost./x', parseAllowlist(['localhost'])), null, 'allow-listed, with or without the dot');
+    assert.equal(literalRefusal('http://example.com./x', none), null);
+  });
+
   it('literalRefusal refuses IPv6 literals that embed an internal IPv4', () => {
     for (const url of ['http://[::127.0.0.1]/x', 'http://[::7f00:1]/x', 'http://[::ffff:127.0.0.1]/x', 'http://[64:ff9b::a00:1]/x']) {
       assert.match(literalRefusal(url, none) ?? 'allowed', /is an internal/, url);
@@ -371,5 +391,40 @@ describe('OutboundFetcher against a misbehaving server', function () {
 
   it('refuses an answer that is not HTTP', async () => {
     await assert.rejects(fetcher().get(hostile.url('garbage'), {}), failsWith('network', /did not answer with valid HTTP/));
+  });
+});
+
+describe('allow list entries (issue 19, 7)', () => {
+  for (const entry of ['*', 'http://x.com', 'a b', 'x.com/8', '1.2.3', 'exa_mple.com']) {
+    it(`OUTBOUND_ALLOWLIST refuses ${JSON.stringify(entry)}, naming it`, () => {
+      assert.throws(
+        () => parseAllowlist(['127.0.0.1', entry]),
+        (err: Error) => err.message.includes(`"${entry}"`),
+      );
+    });
+  }
+
+  it('OUTBOUND_ALLOWLIST reads a host name with a trailing dot as without it', () => {
+    const list = parseAllowlist(['LocalHost.', '*.Example.com.', '10.0.0.0/8']);
+    assert.deepEqual([...list.hosts], ['localhost']);
+    assert.deepEqual(list.domainSuffixes, ['.example.com']);
+  });
+
+  for (const entry of ['*', 'http://x.com', 'a b', '*.cdn.example', '10.0.0.0/8', '1.2.3']) {
+    it(`a drive's host allow list refuses ${JSON.stringify(entry)}, naming it`, () => {
+      assert.throws(
+        () => parseHostAllowList(['cdn.example', entry]),
+        (err: Error) => err.message.includes(`"${entry}"`) && /host name or an IP address/.test(err.message),
+      );
+    });
+  }
+
+  it("a drive's host allow list keeps host names and IP addresses as they are compared", () => {
+    assert.deepEqual(parseHostAllowList([' CDN.Example.com. ', '', '10.1.2.3', '[::1]', 'localhost']), [
+      'cdn.example.com',
+      '10.1.2.3',
+      '::1',
+      'localhost',
+    ]);
   });
 });

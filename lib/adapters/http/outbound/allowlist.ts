@@ -22,13 +22,24 @@ const HOST_NAME = /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0
 // Listed apart from their ranges so that allow-listing a whole link-local or ULA range does not expose them.
 const METADATA_ADDRESSES = new Set(['169.254.169.254', 'fd00:ec2::254']);
 
+/**
+ * A host name as the guard compares it: lower-case, without IPv6 brackets or the trailing dot of
+ * a fully qualified name (`localhost.` is `localhost`, and must be refused as it is).
+ */
+export const normalHost = (host: string): string =>
+  host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '');
+
 /** Parses OUTBOUND_ALLOWLIST entries: host names (`*.` for subdomains), IP addresses or CIDRs. */
 export function parseAllowlist(entries: string[]): ParsedAllowlist {
   const hosts = new Set<string>();
   const domainSuffixes: string[] = [];
   const ranges: (readonly [Ip, number])[] = [];
   const exactAddresses = new Set<string>();
-  for (const entry of entries.map((e) => e.trim().toLowerCase()).filter((e) => e !== '')) {
+  for (const entry of entries.map(normalHost).filter((e) => e !== '')) {
     const ip = parseIp(entry.split('/')[0]);
     if (entry.includes('/')) {
       const [, bits, ...rest] = entry.split('/');
@@ -47,7 +58,28 @@ export function parseAllowlist(entries: string[]): ParsedAllowlist {
   return { hosts, domainSuffixes, ranges, exactAddresses };
 }
 
-const badEntry = (entry: string) => new Error(`invalid allowlist entry "${entry}": expected a host name, an IP address or a CIDR range`);
+const badEntry = (entry: string) =>
+  new Error(`invalid allowlist entry "${entry}": expected a host name (example.com, *.example.com), an IP address or a CIDR range`);
+
+/**
+ * Checks a drive's host allow list (`admin drive update --host-allow-list`): each entry a host
+ * name or an IP address, as partner URIs are matched by exact host (services/command-api/partner.ts),
+ * so neither `*.` nor a CIDR range could ever match. Returns the entries as they are compared,
+ * blank ones left out; throws naming the first bad one.
+ */
+export function parseHostAllowList(entries: readonly string[]): string[] {
+  return entries
+    .map(normalHost)
+    .filter((entry) => entry !== '')
+    .map((entry) => {
+      if (parseIp(entry) || isHostName(entry)) return entry;
+      const hint = entry.includes('/') || entry.startsWith('*') ? ' (partner URIs are matched by exact host: list each host)' : '';
+      throw new Error(`invalid host allow list entry "${entry}": expected a host name or an IP address${hint}`);
+    });
+}
+
+/** A DNS host name whose last label is not all digits (`1.2.3` is a malformed address, not a name). */
+const isHostName = (entry: string) => HOST_NAME.test(entry) && !entry.startsWith('*.') && !/^[0-9]+$/.test(entry.split('.').pop() ?? '');
 
 /**
  * IPv6 ranges that carry an IPv4 address: IPv4-compatible, SIIT, NAT64 (well-known and local),
@@ -94,8 +126,15 @@ export function isAddressAllowed(address: string, allowlist: ParsedAllowlist): b
 
 /** True when the host name itself is allow-listed. `host` comes from a WHATWG URL, so it is already lower-case and punycoded. */
 export function isHostAllowed(host: string, allowlist: ParsedAllowlist): boolean {
-  return allowlist.hosts.has(host) || allowlist.domainSuffixes.some((suffix) => host.endsWith(suffix));
+  const name = normalHost(host);
+  return allowlist.hosts.has(name) || allowlist.domainSuffixes.some((suffix) => name.endsWith(suffix));
 }
+
+/** `localhost` and its subdomains always name loopback (RFC 6761), whatever a resolver answers for them. */
+export const isLoopbackName = (host: string): boolean => {
+  const name = normalHost(host);
+  return name === 'localhost' || name.endsWith('.localhost');
+};
 
 /**
  * What can be refused from a URL alone, before any DNS look-up: a host that is a literal
@@ -105,12 +144,12 @@ export function isHostAllowed(host: string, allowlist: ParsedAllowlist): boolean
 export function literalRefusal(rawUrl: string, allowlist: ParsedAllowlist): string | null {
   let host: string;
   try {
-    host = new URL(rawUrl).hostname.replace(/^\[|\]$/g, '');
+    host = normalHost(new URL(rawUrl).hostname);
   } catch {
     return 'is not a URL';
   }
   if (isHostAllowed(host, allowlist)) return null;
-  if (host === 'localhost' || host.endsWith('.localhost')) {
+  if (isLoopbackName(host)) {
     if (host === 'localhost' && loopbackListed(allowlist)) return null;
     return `${host} is a loopback host; only public addresses can be fetched ${UNLESS_LISTED}`;
   }
@@ -127,5 +166,5 @@ export const UNLESS_LISTED = 'unless the service is started with OUTBOUND_ALLOWL
  * `localhost` names the loopback address (RFC 6761 §6.3), so allowing 127.0.0.1 or ::1 allows
  * it too; at fetch time its resolved addresses are still checked as any other host's.
  */
-const loopbackListed = (allowlist: ParsedAllowlist): boolean =>
+export const loopbackListed = (allowlist: ParsedAllowlist): boolean =>
   isAddressAllowed('127.0.0.1', allowlist) || isAddressAllowed('::1', allowlist);

@@ -2,7 +2,15 @@ import type { LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import { OutboundError } from '../../../domain/errors';
-import { isAddressAllowed, isHostAllowed, UNLESS_LISTED, type ParsedAllowlist } from './allowlist';
+import {
+  isAddressAllowed,
+  isHostAllowed,
+  isLoopbackName,
+  loopbackListed,
+  normalHost,
+  UNLESS_LISTED,
+  type ParsedAllowlist,
+} from './allowlist';
 import { abortReason, type Action } from './errors';
 
 /**
@@ -11,7 +19,9 @@ import { abortReason, type Action } from './errors';
  */
 
 /**
- * Resolves every address of the host and refuses the hop if any of them is internal. The look-up
+ * Resolves every address of the host and refuses the hop if any of them is internal; a localhost
+ * name (also `localhost.`, with the trailing dot of a fully qualified name) before any look-up.
+ * The look-up uses the name as given: without its dot a single label may take a search domain. The look-up
  * has a deadline of its own (`timeoutMs`) besides the caller's signal: getaddrinfo can hang.
  */
 export async function checkedAddresses(
@@ -20,14 +30,19 @@ export async function checkedAddresses(
   action: Action,
   signal?: AbortSignal,
 ): Promise<LookupAddress[]> {
-  const family = isIP(host);
   const { allowlist } = guard;
+  const allowed = isHostAllowed(host, allowlist);
+  const localhost = normalHost(host) === 'localhost' && loopbackListed(allowlist);
+  if (!allowed && !localhost && isLoopbackName(host)) {
+    throw new OutboundError('blocked_address', `refused to ${action} ${host}: it is a loopback host, ${UNLESS_LISTED}`);
+  }
+  const family = isIP(host);
   const resolved = family !== 0 ? [{ address: host, family }] : await resolveAll(host, guard.timeoutMs, signal);
   // localhost mostly resolves to both 127.0.0.1 and ::1: with one of them listed, only the listed
   // ones are connected to, rather than the host refused for the other.
-  const listed = host === 'localhost' ? resolved.filter((a) => isAddressAllowed(a.address, allowlist)) : [];
+  const listed = localhost ? resolved.filter((a) => isAddressAllowed(a.address, allowlist)) : [];
   const addresses = listed.length > 0 ? listed : resolved;
-  const internal = isHostAllowed(host, allowlist) ? undefined : addresses.find((a) => !isAddressAllowed(a.address, allowlist));
+  const internal = allowed ? undefined : addresses.find((a) => !isAddressAllowed(a.address, allowlist));
   if (internal) {
     throw new OutboundError(
       'blocked_address',
