@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -31,7 +31,7 @@ export type EngineFigures = {
   staleAfterStop: number;
   lag: Record<string, { p50: number; p99: number }>;
   overdraw: { runs: number; overdrawn: number; mismatched: number; maxUsed: number };
-  imports: { count: number; perSecond: number; ffprobePerSecond: number };
+  imports: { count: number; perSecond: number; ffprobePerSecond: number; cpuPerImport: number; ffprobeCpu: number };
   accept: { service: LoadResult; bare: LoadResult };
 };
 
@@ -58,7 +58,7 @@ export async function measureEngine(options: { connections: number; warmupSecond
     const api = client(svc.url);
     const importBody = (name: string) => ({ project_name: name, add_media: { 'three.wav': { url: `${media.url}/three.wav` } } });
 
-    const imports = await importsPerSecond(api, env, importBody, wav);
+    const imports = await importsPerSecond(api, env, importBody, wav, svc.child.pid!);
     // Before the steady load: the backlog it leaves (it accepts faster than the processors finish)
     // would otherwise starve these runs.
     const overdraw = await overdrawRuns(api, env, num('BENCH_OVERDRAW_RUNS', 20), importBody);
@@ -105,6 +105,7 @@ type Answer = {
   readonly job_id: string;
   readonly project_id: string;
   readonly job_state?: string;
+  readonly stopped_at?: string;
   readonly result?: { readonly media_seconds_used?: number; readonly media_status?: Record<string, { readonly status: string }> };
   readonly media_files?: Record<string, { readonly type: string }>;
 };
@@ -120,34 +121,90 @@ const client = (base: string) => (token: string) => {
   };
 };
 
-async function untilStopped(api: Api, jobId: string): Promise<Answer> {
+/**
+ * Polls the job until it ends: every 20 ms where the moment matters (a read right after the stop),
+ * else every 500 ms, as a client waiting for many jobs would (polling 300 jobs every 20 ms is
+ * 15,000 reads a second: the bench measured its own polling).
+ */
+async function untilStopped(api: Api, jobId: string, everyMs = 500): Promise<Answer> {
   for (;;) {
     const job = await api.get(`/jobs/${jobId}`);
     if (job.job_state === 'stopped' || job.job_state === 'cancelled') return job;
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }
 
-/** 300 one-file imports of a 3 s WAV, from the first POST to the last stopped, against ffprobe of the file two at a time. */
-async function importsPerSecond(api: (token: string) => Api, env: Record<string, string>, body: (n: string) => unknown, wav: string) {
+/**
+ * 300 one-file imports of a 3 s WAV, from the first POST to the last `stopped_at` (the jobs' own
+ * record, so the polling interval does not stretch it), against ffprobe of the file two at a
+ * time. Also the CPU time each costs: the service's whole process tree (serve, its workers and
+ * their ffprobe children) per import, against ffprobe's own per call, which other load on the
+ * machine does not move the way it moves wall-clock rates.
+ */
+async function importsPerSecond(
+  api: (token: string) => Api,
+  env: Record<string, string>,
+  body: (n: string) => unknown,
+  wav: string,
+  servePid: number,
+) {
   const count = num('BENCH_IMPORTS', 300);
   const { token } = await admin(env, 'drive', 'create', '--name', 'Imports');
   const a = api(token);
-  const t0 = performance.now();
+  const cpu0 = treeCpuSeconds(servePid);
+  const t0 = Date.now();
   const jobs = await Promise.all(
     Array.from({ length: count }, async (_, i) => (await a.post('/jobs/import/project_media', body(`Import ${i}`))).job_id as string),
   );
-  await Promise.all(jobs.map((id) => untilStopped(a, id)));
-  const perSecond = count / ((performance.now() - t0) / 1000);
+  const done = await Promise.all(jobs.map((id) => untilStopped(a, id)));
+  const serviceCpu = (treeCpuSeconds(servePid) - cpu0) / count;
+  const last = Math.max(...done.map((j) => Date.parse(j.stopped_at ?? '')));
+  const perSecond = count / ((last - t0) / 1000);
   const ffprobe = resolveFfmpegPaths().ffprobe;
   const t1 = performance.now();
+  childCpuSeconds(); // from here on
   let next = 0;
   await Promise.all(
     [0, 1].map(async () => {
       while (next++ < count) await exec(ffprobe, ['-v', 'error', '-show_format', '-show_streams', '-of', 'json', wav]);
     }),
   );
-  return { count, perSecond, ffprobePerSecond: count / ((performance.now() - t1) / 1000) };
+  const ffprobePerSecond = count / ((performance.now() - t1) / 1000);
+  const ffprobeCpu = childCpuSeconds() / count;
+  return { count, perSecond, ffprobePerSecond, cpuPerImport: serviceCpu, ffprobeCpu };
+}
+
+const TICKS = 100; // USER_HZ on Linux
+
+/** CPU seconds of a process and every live descendant, each with what its reaped children used. */
+function treeCpuSeconds(root: number): number {
+  const stats = new Map<number, { ppid: number; ticks: number }>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const text = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      // After the name: state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14)
+      stats.set(Number(name), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]) });
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  let total = 0;
+  const inTree = (pid: number): boolean => pid === root || (pid > 1 && stats.has(pid) && inTree(stats.get(pid)!.ppid));
+  for (const [pid, s] of stats) if (inTree(pid)) total += s.ticks;
+  return total / TICKS;
+}
+
+let childCpuSeen = 0;
+/** CPU seconds this process's reaped children used since the last call. */
+function childCpuSeconds(): number {
+  const text = readFileSync('/proc/self/stat', 'utf8');
+  const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const now = (Number(f[13]) + Number(f[14])) / TICKS;
+  const used = now - childCpuSeen;
+  childCpuSeen = now;
+  return used;
 }
 
 /** Imports at `perSecond`, fire and forget, until stopped. */
@@ -180,7 +237,7 @@ async function stoppedThenProject(api: Api, stops: number, body: (n: string) => 
     Array.from({ length: 20 }, async () => {
       while (next++ < stops) {
         const { job_id, project_id } = await api.post('/jobs/import/project_media', body(`Stopped ${next}`));
-        const job = await untilStopped(api, job_id);
+        const job = await untilStopped(api, job_id, 20);
         const project = await api.get(`/projects/${project_id}`);
         const imported = job.result?.media_status?.['three.wav']?.status === 'success';
         if (imported && project.media_files?.['three.wav']?.type !== 'audio') stale++;

@@ -179,6 +179,12 @@ function engineRows(f: EngineFigures, met: Record<string, boolean>, lagP99: numb
       met: met.imports,
     },
     {
+      figure: '    CPU per import (service, all processes)',
+      value: `${(f.imports.cpuPerImport * 1000).toFixed(1)} ms`,
+      baseline: `ffprobe: ${(f.imports.ffprobeCpu * 1000).toFixed(1)} ms`,
+      ratio: (f.imports.ffprobeCpu / f.imports.cpuPerImport).toFixed(2),
+    },
+    {
       figure: '(f) accept, processors saturated',
       value: `${rate(f.accept.service.requestsPerSecond, 'req/s')}, p99 ${f.accept.service.p99Ms} ms`,
       baseline: rate(f.accept.bare.requestsPerSecond, 'req/s'),
