@@ -62,4 +62,12 @@ export interface UploadStore {
    * is still refused as complete, never taken as a new upload over the imported blob.
    */
   discard(assetId: string): Promise<void>;
+
+  /**
+   * Forgets an upload whose job takes no more uploads (it has started, or was cancelled): its
+   * staged bytes and its completion mark go. The job's record then answers for it: a later PUT to
+   * its URL is refused by the job, as complete when the job holds it. The finished file in the
+   * blob store is not touched: whether anything owns it is the job's to say.
+   */
+  forget(assetId: string): Promise<void>;
 }

@@ -46,9 +46,10 @@ export type UploadRouteDeps = {
   /**
    * Throws the job's refusal (an AppError) when it takes no more uploads: it has started without
    * this one, or was cancelled. Asked before an unfinished upload stores a byte; what was staged
-   * of it then goes.
+   * of it then goes. Answers `recordedSize` when the job already holds this upload: the staging
+   * store forgets a finished upload once its job has started, and the job's record answers then.
    */
-  checkJob?: (params: UploadParams) => Promise<void>;
+  checkJob?: (params: UploadParams) => Promise<{ recordedSize: number } | void>;
   /** Removes a finished upload's file that its job refused: nothing will ever read it. */
   discardBlob?: (blobKey: string) => Promise<void>;
   /**
@@ -108,7 +109,11 @@ async function put(deps: UploadRouteDeps, ctx: Context, params: UploadParams): P
     if (part.kind === 'query') return answerComplete(ctx, params, state.bytes);
     throw conflict(`the upload of ${params.media_ref} is already complete (${state.bytes} bytes)`, 'complete');
   }
-  await refuseUnlessJobTakesIt(deps, ctx, params);
+  const held = await refuseUnlessJobTakesIt(deps, ctx, params);
+  if (held) {
+    if (part.kind === 'query') return answerComplete(ctx, params, held.recordedSize);
+    throw conflict(`the upload of ${params.media_ref} is already complete (${held.recordedSize} bytes)`, 'complete');
+  }
   const [first, last] = part.kind === 'part' ? [part.first, part.last] : [0, total - 1];
   const length = ctx.request.length;
   if (part.kind === 'whole' && length !== undefined && length > total) throw tooLarge(part, total);
@@ -152,11 +157,11 @@ async function finish(deps: UploadRouteDeps, ctx: Context, params: UploadParams)
   answerComplete(ctx, params, size);
 }
 
-/** An upload its job no longer takes stores nothing more, and what it staged goes. */
-async function refuseUnlessJobTakesIt(deps: UploadRouteDeps, ctx: Context, params: UploadParams): Promise<void> {
+/** An upload its job no longer takes stores nothing more, and what it staged goes. Answers what the job holds of it, if anything. */
+async function refuseUnlessJobTakesIt(deps: UploadRouteDeps, ctx: Context, params: UploadParams): Promise<{ recordedSize: number } | void> {
   if (!deps.checkJob) return;
   try {
-    await deps.checkJob(params);
+    return await deps.checkJob(params);
   } catch (err) {
     if (!(err instanceof AppError)) {
       logOf(deps, ctx)?.error({ err, asset_id: params.asset_id, job_id: params.job_id }, 'could not read the upload’s job');
@@ -176,7 +181,7 @@ async function record(deps: UploadRouteDeps, ctx: Context, params: UploadParams,
     if (err instanceof AppError) {
       // The job refused the file (it started without it, or was cancelled, since the PUT began).
       if (err.code === 'conflict' || err.code === 'not_found') {
-        await deps.discardBlob?.(blobKey).catch((e: unknown) => logOf(deps, ctx)?.warn({ err: e }, 'could not remove a refused upload'));
+        await forgetRefused(deps, ctx, params.asset_id, blobKey);
       }
       throw err;
     }
@@ -184,6 +189,16 @@ async function record(deps: UploadRouteDeps, ctx: Context, params: UploadParams,
     throw new AppError('unavailable', 'the file is stored but its job could not be told yet; retry the request', { retriable: true });
   }
   await deps.uploads.markRecorded(params.asset_id);
+}
+
+/** A finished file its job refused: nothing will ever read it, nor its mark (the job's refusal answers from now on). */
+async function forgetRefused(deps: UploadRouteDeps, ctx: Context, assetId: string, blobKey: string): Promise<void> {
+  try {
+    await deps.discardBlob?.(blobKey);
+    await deps.uploads.forget(assetId);
+  } catch (err) {
+    logOf(deps, ctx)?.warn({ err }, 'could not remove a refused upload');
+  }
 }
 
 function authorise(deps: UploadRouteDeps, ctx: Context, assetId: string): UploadParams {
@@ -245,10 +260,6 @@ const tooLarge = (part: Part, total: number) =>
     ? new AppError('payload_too_large', `the body is longer than its Content-Range bytes ${part.first}-${part.last} declares`)
     : new AppError('payload_too_large', `the body is larger than the upload's file_size of ${total} bytes`);
 
-/**
- * The request body from byte `skip` on, as a stream of its own: the store destroys it on a
- * refusal, which must not destroy the request (the answer still goes out on its socket).
- */
 /** Progress is told every 5 % of the file, or after 30 s without: at most a few dozen events per upload on the job's stream. */
 const PROGRESS_STEP = 0.05;
 const PROGRESS_QUIET_MS = 30_000;
@@ -260,9 +271,7 @@ function progressReporter(deps: UploadRouteDeps, ctx: Context, params: UploadPar
   const report = (at: number) => {
     if (!deps.recordProgress) return;
     last = { at: Date.now(), bytes: at };
-    deps
-      .recordProgress(params, at)
-      .catch((err: unknown) => logOf(deps, ctx)?.warn({ err, asset_id: params.asset_id }, 'upload progress not recorded'));
+    deps.recordProgress(params, at).catch((err: unknown) => progressNotRecorded(logOf(deps, ctx), err, params));
   };
   return {
     add: (n: number) => {
@@ -273,6 +282,17 @@ function progressReporter(deps: UploadRouteDeps, ctx: Context, params: UploadPar
   };
 }
 
+/** A busy job stream is expected (the next report says more): a line without a stack; anything else a warning. */
+function progressNotRecorded(log: Logger | undefined, err: unknown, params: UploadParams): void {
+  if (err instanceof AppError && err.code === 'unavailable') {
+    log?.debug({ asset_id: params.asset_id, job_id: params.job_id, reason: err.message }, 'upload progress not recorded');
+  } else log?.warn({ err, asset_id: params.asset_id, job_id: params.job_id }, 'upload progress not recorded');
+}
+
+/**
+ * The request body from byte `skip` on, as a stream of its own: the store destroys it on a
+ * refusal, which must not destroy the request (the answer still goes out on its socket).
+ */
 function requestBody(req: IncomingMessage, skip: number, onBytes: (n: number) => void = () => undefined): Readable {
   let toSkip = skip;
   const body = new Transform({

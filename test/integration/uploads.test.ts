@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { createReadStream, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { Agent, request, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -435,6 +435,9 @@ describe('Direct uploads: PUT /v1/uploads/:asset_id (signed, resumable)', functi
     refuseRecording = conflict('the job is cancelled and takes no more uploads', 'cancelled');
     expectError(await put(u.url, OCTETS, file), 409, 'conflict', /cancelled/);
     assert.ok(!existsSync(blobs().localPath(u.key)), 'the file went with the refusal');
+    assert.deepEqual(readdirSync(stagingRoot()).filter((f) => f.startsWith(u.asset_id)), [], 'its completion mark too');
+    // The job refuses from now on, as it did the record.
+    jobAnswer = refuseRecording;
     expectError(await progress(u.url, file.length), 409, 'conflict', /cancelled/);
     assert.equal(recorded.length, 0);
   });

@@ -96,6 +96,13 @@ export function createLocalUploadStore(options: { root: string; localPath: (key:
       guarded(async () => {
         await rm(partOf(idOf(assetId)), { force: true });
       }),
+
+    forget: (assetId) =>
+      guarded(async () => {
+        const id = idOf(assetId);
+        await rm(partOf(id), { force: true });
+        await rm(markOf(id), { force: true });
+      }),
   };
 }
 
