@@ -3,11 +3,9 @@ import type { Readable } from 'node:stream';
 /** Where an upload stands. `bytes` are contiguous from 0 and durable. */
 export type UploadState = {
   readonly bytes: number;
-  /** Moved into the blob store by `complete`; `blobKey` and `recorded` are then set. */
+  /** Moved into the blob store by `complete`; `blobKey` is then set. Whether the job knows of it is the job's to say. */
   readonly complete: boolean;
   readonly blobKey?: string;
-  /** `markRecorded` was called: the job knows of the upload. */
-  readonly recorded?: boolean;
 };
 
 /**
@@ -52,9 +50,6 @@ export interface UploadStore {
    * written before the move, and an upload is complete only once both happened.
    */
   complete(assetId: string, blobKey: string): Promise<{ size: number }>;
-
-  /** Notes that the job was told about the complete upload, so it is told only once. */
-  markRecorded(assetId: string): Promise<void>;
 
   /**
    * Removes what was staged of an upload that will not be finished (its job has started, so its

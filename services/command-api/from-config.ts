@@ -25,12 +25,14 @@ export function commandDeps(config: Config, store: EventStore): Omit<ImportDeps,
     urlRefusal: openUrlRefusal(config),
     uploadTtlMs: config.uploadUrlTtlSeconds * 1000,
     mediaMaxBytes: config.mediaMaxBytes,
+    uploadBytesPerRequest: config.uploadBytesPerRequest,
     uploadUrl: signedUploadUrl(config.baseUrl, secret),
     // Staged beside the blobs (the same volume), so a finished upload moves in with a rename.
     uploads: uploadRoutes({
       secret,
       store,
       blobs,
+      limits: config.uploadLimits,
       uploads: createLocalUploadStore({ root: join(config.dataDir, 'uploads'), localPath: blobs.localPath }),
     }),
   };
@@ -66,7 +68,7 @@ const recordBackoff = (attempt: number) => Math.random() * Math.min(500, 10 * 2 
  * newer one rather than queued behind it.
  */
 export function uploadRoutes(
-  deps: Pick<UploadRouteDeps, 'secret' | 'uploads'> & { store: EventStore; blobs: Pick<BlobStore, 'delete'> },
+  deps: Pick<UploadRouteDeps, 'secret' | 'uploads' | 'limits'> & { store: EventStore; blobs: Pick<BlobStore, 'delete'> },
 ): UploadRouteDeps {
   const jobs = commandHandler(deps.store, jobDecider, streams.job);
   const serial = keyedSerial();
@@ -86,6 +88,7 @@ export function uploadRoutes(
   return {
     secret: deps.secret,
     uploads: deps.uploads,
+    limits: deps.limits,
     clock: systemClock,
     blobKeyFor: (p) => `${p.drive_id}/${p.project_id}/${p.asset_id}`,
     checkJob: async (p) => {

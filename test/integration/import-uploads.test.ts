@@ -366,7 +366,8 @@ describe('import with many uploads to one job at once', function () {
             .map((l) => JSON.parse(l)),
         ),
     };
-    h = await startHarness({ uploadTtlMs: 60 * 60 * 1000, logger: pino({ level: 'info' }, sink) });
+    // Files up to 2 GiB, as configured by default; the request's total is UPLOAD_BYTES_PER_REQUEST's default.
+    h = await startHarness({ uploadTtlMs: 60 * 60 * 1000, logger: pino({ level: 'info' }, sink), mediaMaxBytes: 2 * 1024 ** 3 });
   });
   after(async () => h?.close());
 
@@ -409,6 +410,21 @@ describe('import with many uploads to one job at once', function () {
       'no uploaded file is left that its job does not own',
     );
     assert.deepEqual(staged(), [], 'nor anything in staging');
+  });
+
+  it('refuses a request whose upload items declare 100 × 2 GiB (400 naming the item that passes the limit)', async () => {
+    const refs = Array.from({ length: 100 }, (_, i) => `huge-${i}.mov`);
+    const res = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth())
+      .send({
+        project_name: 'Too much',
+        add_media: Object.fromEntries(refs.map((r) => [r, { content_type: 'video/quicktime', file_size: 2 * 1024 ** 3 }])),
+      });
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.equal(res.body.error, 'invalid_input');
+    assert.match(res.body.message, /^add_media\["huge-5\.mov"\]\.file_size: the upload items of this request declare 12884901888 bytes/);
+    assert.match(res.body.message, /over the limit of 10737418240 per request/);
   });
 
   it('logs no warning for one upload whose progress reports race with its own recording', async () => {
