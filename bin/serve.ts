@@ -67,7 +67,7 @@ runService('serve', async (config, logger) => {
     ...queryDeps(config, readSide, commandStore, metrics),
     consistency: { role: 'read', hooks },
   });
-  const server = createHttpServer(routeByMethod(commandApp, queryApp));
+  const server = createHttpServer(routeByMethod(commandApp, queryApp), { maxConnections: config.maxConnections });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
       reject(err.code === 'EADDRINUSE' ? new ConfigError(`PORT: ${config.port} is already in use by another process`) : err),

@@ -98,6 +98,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       MAX_REQUEST_BYTES: positiveInt({ default: 1024 * 1024 }),
       MEDIA_MAX_BYTES: positiveInt({ default: 2 * 1024 ** 3 }),
       MEDIA_DOWNLOAD_TIMEOUT: duration({ default: 1800 }),
+      // Upload bounds (issue 19), unset: sized to the open-file limit (services/command-api/upload-limits.ts):
+      // PUTs receiving at once per drive and per process, the bytes a drive's PUTs in progress and an
+      // import request's upload items may declare, the longest wait for the next byte of an upload
+      // body, and connections per server.
+      UPLOADS_PER_DRIVE: positiveInt({ default: undefined }),
+      UPLOADS_PER_PROCESS: positiveInt({ default: undefined }),
+      UPLOAD_BYTES_PER_DRIVE: positiveInt({ default: undefined }),
+      UPLOAD_BYTES_PER_REQUEST: positiveInt({ default: 10 * 1024 ** 3 }),
+      UPLOAD_IDLE_TIMEOUT: duration({ default: 30 }),
+      MAX_CONNECTIONS: positiveInt({ default: undefined }),
       // Each job type's pool (DESIGN §8); PROCESSOR_CONCURRENCY is the import pool's older name.
       IMPORT_CONCURRENCY: positiveInt({ default: undefined }),
       PROCESSOR_CONCURRENCY: positiveInt({ default: undefined }),
@@ -124,6 +134,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
   if (raw.SECRETS_KEY !== undefined && raw.SECRETS_KEY.length < 32) {
     throw new ConfigError('invalid configuration: SECRETS_KEY: must be at least 32 characters (32 random bytes, base64, recommended)');
   }
+  if (raw.UPLOAD_IDLE_TIMEOUT <= 0)
+    throw new ConfigError('invalid configuration: UPLOAD_IDLE_TIMEOUT: must be longer than 0 (for example 30s)');
   const port_ = raw.PORT;
   return {
     port: port_,
@@ -152,6 +164,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     maxRequestBytes: raw.MAX_REQUEST_BYTES,
     mediaMaxBytes: raw.MEDIA_MAX_BYTES,
     mediaDownloadTimeoutSeconds: raw.MEDIA_DOWNLOAD_TIMEOUT,
+    uploadLimits: {
+      perDrive: raw.UPLOADS_PER_DRIVE,
+      perProcess: raw.UPLOADS_PER_PROCESS,
+      bytesPerDrive: raw.UPLOAD_BYTES_PER_DRIVE,
+      idleTimeoutMs: Math.round(raw.UPLOAD_IDLE_TIMEOUT * 1000),
+    },
+    uploadBytesPerRequest: raw.UPLOAD_BYTES_PER_REQUEST,
+    maxConnections: raw.MAX_CONNECTIONS,
     /**
      * Jobs each pool runs at once per processor: imports mostly wait (downloads, fsyncs, ffprobe
      * children), agents wait on a model, a render takes a core. 8 imports finished 2.7 times as

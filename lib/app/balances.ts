@@ -13,6 +13,7 @@ import { mediaSecondsAllowance, type DriveState, driveDecider } from '../domain/
 import type { Clock, Ids } from '../ports/clock';
 import type { EventStore } from '../ports/event-store';
 import { commandHandler } from './command-handler';
+import { keyedSerial } from './keyed-serial';
 
 /**
  * The drives' balances, decided on their balance streams (lib/domain/balance.ts; why, in
@@ -95,19 +96,3 @@ const figures = (state: BalanceState, granted: Allowances, kind: BalanceKind): B
   reserved: reserved(state, kind),
   left: left(state, granted, kind),
 });
-
-/**
- * Runs tasks of one key one after another (a drive's balance commands in this process), tasks of
- * different keys side by side. A key's chain is forgotten once it is idle.
- */
-function keyedSerial() {
-  const tails = new Map<string, Promise<unknown>>();
-  return <T>(key: string, task: () => Promise<T>): Promise<T> => {
-    const before = tails.get(key) ?? Promise.resolve();
-    const result = before.then(task, task);
-    const tail = result.catch(() => undefined);
-    tails.set(key, tail);
-    void tail.then(() => tails.get(key) === tail && tails.delete(key));
-    return result;
-  };
-}

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { LRUCache } from 'lru-cache';
 import type { Decider } from '../domain/decider';
 import { AppError, isRejection } from '../domain/errors';
@@ -30,6 +31,11 @@ export type HandleOptions<S> = {
   /** Runs on the folded state before deciding: throw to refuse (e.g. another drive's resource). */
   check?: (state: S) => void;
   maxAttempts?: number;
+  /**
+   * How long to wait before attempt `attempt + 1` after a conflict (none unless given): a stream
+   * that other processes write too is retried with backoff and jitter, not at once.
+   */
+  retryDelayMs?: (attempt: number) => number;
   /**
    * The stream was just named with a fresh UUID, so it is almost surely empty: the first try
    * decides on the initial state without reading and appends with `no_stream` (a conflict then
@@ -116,6 +122,8 @@ async function decideAndAppend<C, E extends { type: string; data: object }, S>(
     if (attempt >= maxAttempts) {
       throw new AppError('unavailable', `too many concurrent changes to ${streamId}; try again`, { retriable: true });
     }
+    const delay = deps.retryDelayMs?.(attempt) ?? 0;
+    if (delay > 0) await sleep(delay);
   }
 }
 

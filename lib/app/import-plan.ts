@@ -42,11 +42,14 @@ export type PlanOptions = {
   readonly newUpload?: () => Omit<UploadItem['upload'], 'content_type' | 'file_size'>;
   /** The largest file an upload item may declare. */
   readonly maxFileBytes?: number;
+  /** What the upload items of the request may declare together. */
+  readonly maxUploadBytes?: number;
 };
 
 /** Checks every reference in the request; returns the plan or throws `invalid_input` naming the field. */
 export function planImport(body: ImportRequest, existingRefs: ReadonlySet<string>, options: PlanOptions = {}): ImportPlan {
-  const { urlRefusal = () => null, maxFileBytes = Number.MAX_SAFE_INTEGER } = options;
+  const { urlRefusal = () => null, maxFileBytes = Number.MAX_SAFE_INTEGER, maxUploadBytes = Number.MAX_SAFE_INTEGER } = options;
+  let declared = 0; // bytes of this request's upload items so far
   const refuse = (field: string, url: string) => {
     const reason = urlRefusal(url);
     if (reason) throw invalidInput(`${field}: refused: ${reason}`);
@@ -70,6 +73,12 @@ export function planImport(body: ImportRequest, existingRefs: ReadonlySet<string
       if (item.file_size === undefined) throw invalidInput(`${field}.file_size is required with content_type`);
       if (item.file_size > maxFileBytes)
         throw invalidInput(`${field}.file_size: ${item.file_size} bytes is over the limit of ${maxFileBytes}`);
+      declared += item.file_size;
+      if (declared > maxUploadBytes) {
+        throw invalidInput(
+          `${field}.file_size: the upload items of this request declare ${declared} bytes up to this one, over the limit of ${maxUploadBytes} per request: send the rest in another import`,
+        );
+      }
       if (!options.newUpload) throw new Error('planImport: upload items need options.newUpload');
       const upload = { ...options.newUpload(), content_type: item.content_type, file_size: item.file_size };
       media.set(ref, { upload, language: item.language ?? null });

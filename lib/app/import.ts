@@ -36,9 +36,16 @@ export type ImportDeps = {
   uploadTtlMs: number;
   /** The largest media file an upload item may declare. */
   mediaMaxBytes: number;
+  /**
+   * What the upload items of one request may declare together (issue 19: one request declared
+   * 100 × 2 GiB); UPLOAD_BYTES_PER_REQUEST's default of 10 GiB unless told.
+   */
+  uploadBytesPerRequest?: number;
   /** The signed URL a caller PUTs an upload item's bytes to. */
   uploadUrl: (upload: { jobId: string; driveId: string; projectId: string; ref: string } & UploadItem['upload']) => string;
 };
+
+export const DEFAULT_UPLOAD_BYTES_PER_REQUEST = 10 * 1024 ** 3;
 
 /** `ImportDeps` with the handlers of the streams an import reads or writes, built once per app (`importsOn`). */
 export type Imports = ImportDeps & {
@@ -53,13 +60,14 @@ export const importsOn = (deps: ImportDeps): Imports => ({
 });
 
 /** What an import of URL items only needs (the partner import page): it has no upload URLs to sign. */
-export type UrlImportDeps = Omit<ImportDeps, 'uploadTtlMs' | 'mediaMaxBytes' | 'uploadUrl'>;
+export type UrlImportDeps = Omit<ImportDeps, 'uploadTtlMs' | 'mediaMaxBytes' | 'uploadBytesPerRequest' | 'uploadUrl'>;
 
 /** Full import deps that refuse any upload item (its declared size is over a limit of 0). */
 export const urlImportOnly = (deps: UrlImportDeps): ImportDeps => ({
   ...deps,
   uploadTtlMs: 0,
   mediaMaxBytes: 0,
+  uploadBytesPerRequest: 0,
   uploadUrl: () => {
     throw new Error('this import takes no upload items');
   },
@@ -136,6 +144,7 @@ export async function prepareImport(
   const plan = planImport(body, existing, {
     urlRefusal: deps.urlRefusal,
     maxFileBytes: deps.mediaMaxBytes,
+    maxUploadBytes: deps.uploadBytesPerRequest ?? DEFAULT_UPLOAD_BYTES_PER_REQUEST,
     newUpload: () => ({ asset_id: deps.ids.uuid(), artifact_id: deps.ids.uuid(), expires_at: expiresAt }),
   });
   if (plan.media.some(([, item]) => !isSequenceItem(item))) {

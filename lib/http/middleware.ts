@@ -248,6 +248,7 @@ export const errorHandler = (): Middleware => async (ctx, next) => {
 
 function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
+  if (outOfDescriptors(err)) return OUT_OF_DESCRIPTORS();
   // Koa and its body parser throw http-errors with `status` and `expose`.
   const e = err as { status?: number; expose?: boolean; message?: string; type?: string; name?: string };
   // @koa/bodyparser throws a bare SyntaxError with status 400 for malformed JSON.
@@ -260,6 +261,23 @@ function toAppError(err: unknown): AppError {
   }
   return new AppError('internal_error', 'internal error');
 }
+
+/** Seconds a request refused for want of file descriptors is asked to wait. */
+const DESCRIPTORS_RETRY_AFTER = '5';
+
+/**
+ * EMFILE/ENFILE: this process or the system is out of file descriptors. The request may well
+ * succeed in a moment (issue 19: slow uploads held them all), so 503 with Retry-After, never a 500.
+ */
+const outOfDescriptors = (err: unknown): boolean => {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code ?? (err as { cause?: NodeJS.ErrnoException } | undefined)?.cause?.code;
+  return code === 'EMFILE' || code === 'ENFILE';
+};
+
+const OUT_OF_DESCRIPTORS = () =>
+  new AppErrorWithHeaders('unavailable', 'the server has too many files open; retry after the Retry-After seconds', {
+    'Retry-After': DESCRIPTORS_RETRY_AFTER,
+  });
 
 /**
  * `invalid_input` answered with 415, as RFC 9110 §15.5.16 asks for a content coding or charset

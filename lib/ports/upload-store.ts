@@ -3,11 +3,9 @@ import type { Readable } from 'node:stream';
 /** Where an upload stands. `bytes` are contiguous from 0 and durable. */
 export type UploadState = {
   readonly bytes: number;
-  /** Moved into the blob store by `complete`; `blobKey` and `recorded` are then set. */
+  /** Moved into the blob store by `complete`; `blobKey` is then set. Whether the job knows of it is the job's to say. */
   readonly complete: boolean;
   readonly blobKey?: string;
-  /** `markRecorded` was called: the job knows of the upload. */
-  readonly recorded?: boolean;
 };
 
 /**
@@ -53,13 +51,18 @@ export interface UploadStore {
    */
   complete(assetId: string, blobKey: string): Promise<{ size: number }>;
 
-  /** Notes that the job was told about the complete upload, so it is told only once. */
-  markRecorded(assetId: string): Promise<void>;
-
   /**
    * Removes what was staged of an upload that will not be finished (its job has started, so its
    * URL has expired). The mark of a complete upload stays (a few bytes): a later PUT to its URL
    * is still refused as complete, never taken as a new upload over the imported blob.
    */
   discard(assetId: string): Promise<void>;
+
+  /**
+   * Forgets an upload whose job takes no more uploads (it has started, or was cancelled): its
+   * staged bytes and its completion mark go. The job's record then answers for it: a later PUT to
+   * its URL is refused by the job, as complete when the job holds it. The finished file in the
+   * blob store is not touched: whether anything owns it is the job's to say.
+   */
+  forget(assetId: string): Promise<void>;
 }

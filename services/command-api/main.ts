@@ -16,6 +16,7 @@ runService('command-api', async (config, logger) => {
     metrics: createMetrics(),
     balance: createBalances({ store, clock: systemClock, ids: randomIds }),
     port: config.port,
+    maxConnections: config.maxConnections,
     ...commandDeps(config, store),
   });
   return async () => {

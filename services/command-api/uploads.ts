@@ -9,6 +9,7 @@ import { isUuid } from '../../lib/domain/ids';
 import { UnsupportedMediaType } from '../../lib/http/middleware';
 import type { Clock } from '../../lib/ports/clock';
 import type { UploadStore } from '../../lib/ports/upload-store';
+import { createUploadGate, uploadLimits, type UploadGate, type UploadLimits } from './upload-limits';
 
 /**
  * PUT {base_url}/uploads/{asset_id}?<signed params>: direct uploads with the resumable-upload
@@ -41,14 +42,19 @@ export type UploadRouteDeps = {
   uploads: UploadStore;
   /** The blob key the finished file moves to; should be the same for the same params. */
   blobKeyFor: (params: UploadParams) => string;
-  /** Tells the job; idempotent. Called again by a later PUT if it failed, and never after it succeeded. */
+  /**
+   * Tells the job; idempotent (the job records an upload once). Called by every PUT that finds the
+   * upload complete while staging still holds it: the job, not a flag beside the file, knows
+   * whether it was told, so nothing in staging is rewritten after the job may have released it.
+   */
   recordUpload: (params: UploadParams, upload: { blobKey: string; size: number }) => Promise<void>;
   /**
    * Throws the job's refusal (an AppError) when it takes no more uploads: it has started without
    * this one, or was cancelled. Asked before an unfinished upload stores a byte; what was staged
-   * of it then goes.
+   * of it then goes. Answers `recordedSize` when the job already holds this upload: the staging
+   * store forgets a finished upload once its job has started, and the job's record answers then.
    */
-  checkJob?: (params: UploadParams) => Promise<void>;
+  checkJob?: (params: UploadParams) => Promise<{ recordedSize: number } | void>;
   /** Removes a finished upload's file that its job refused: nothing will ever read it. */
   discardBlob?: (blobKey: string) => Promise<void>;
   /**
@@ -57,6 +63,8 @@ export type UploadRouteDeps = {
    */
   recordProgress?: (params: UploadParams, bytes: number) => Promise<void>;
   logger?: Logger;
+  /** Uploads received at once, per drive and per process, and the idle deadline of a body; `uploadLimits()`'s where not told. */
+  limits?: Partial<UploadLimits>;
   /** Where {base_url} is mounted; `/v1` unless told. */
   prefix?: string;
 };
@@ -81,9 +89,11 @@ export function uploadUrl(
 
 export function createUploadRoutes(deps: UploadRouteDeps): Router {
   const router = new Router({ prefix: deps.prefix ?? '/v1', sensitive: true });
+  const limits = uploadLimits(deps.limits);
+  const bodies: Bodies = { gate: createUploadGate(limits), idleMs: limits.idleTimeoutMs };
   router.put(`${UPLOADS_PATH}/:asset_id`, async (ctx) => {
     try {
-      await put(deps, ctx, authorise(deps, ctx, ctx.params.asset_id));
+      await put(deps, bodies, ctx, authorise(deps, ctx, ctx.params.asset_id));
     } finally {
       // An unread body must not be drained into the next request: close instead.
       if (!ctx.req.complete) ctx.set('Connection', 'close');
@@ -92,9 +102,12 @@ export function createUploadRoutes(deps: UploadRouteDeps): Router {
   return router;
 }
 
+/** How bodies are received: admitted by the gate, cut after `idleMs` without a byte. */
+type Bodies = { readonly gate: UploadGate; readonly idleMs: number };
+
 type Part = { kind: 'whole' } | { kind: 'query' } | { kind: 'part'; first: number; last: number };
 
-async function put(deps: UploadRouteDeps, ctx: Context, params: UploadParams): Promise<void> {
+async function put(deps: UploadRouteDeps, bodies: Bodies, ctx: Context, params: UploadParams): Promise<void> {
   const total = params.file_size;
   const part = parseContentRange(ctx.get('content-range'), total);
   if (part.kind === 'query' && (ctx.request.length ?? 0) > 0) {
@@ -104,11 +117,15 @@ async function put(deps: UploadRouteDeps, ctx: Context, params: UploadParams): P
 
   const state = await deps.uploads.received(params.asset_id);
   if (state.complete) {
-    if (!state.recorded) await record(deps, ctx, params, state.blobKey!, state.bytes);
+    await record(deps, ctx, params, state.blobKey!, state.bytes);
     if (part.kind === 'query') return answerComplete(ctx, params, state.bytes);
     throw conflict(`the upload of ${params.media_ref} is already complete (${state.bytes} bytes)`, 'complete');
   }
-  await refuseUnlessJobTakesIt(deps, ctx, params);
+  const held = await refuseUnlessJobTakesIt(deps, ctx, params);
+  if (held) {
+    if (part.kind === 'query') return answerComplete(ctx, params, held.recordedSize);
+    throw conflict(`the upload of ${params.media_ref} is already complete (${held.recordedSize} bytes)`, 'complete');
+  }
   const [first, last] = part.kind === 'part' ? [part.first, part.last] : [0, total - 1];
   const length = ctx.request.length;
   if (part.kind === 'whole' && length !== undefined && length > total) throw tooLarge(part, total);
@@ -124,24 +141,47 @@ async function put(deps: UploadRouteDeps, ctx: Context, params: UploadParams): P
     throw conflict(`the upload has ${state.bytes} bytes, this part starts at ${first}: continue at ${state.bytes}`, 'incomplete');
   }
 
-  let bytes: number;
-  const progress = progressReporter(deps, ctx, params, state.bytes);
-  try {
-    const body = requestBody(ctx.req, state.bytes - first, progress.add);
-    ({ bytes } = await deps.uploads.append(params.asset_id, state.bytes, body, { total, length: last + 1 - state.bytes }));
-  } catch (err) {
-    if (err instanceof AppError && err.code === 'payload_too_large') throw tooLarge(part, total);
-    if (err instanceof AppError && err.code === 'conflict') setRange(ctx, (await deps.uploads.received(params.asset_id)).bytes);
-    throw err;
-  }
+  const bytes = await receive(deps, bodies, ctx, params, { part, held: state.bytes, first, last });
   if (bytes === total) return finish(deps, ctx, params);
-  progress.report(bytes);
   if (part.kind === 'part') return resumeIncomplete(ctx, bytes);
   // A whole-file body that ended short: its bytes are kept, so the rest can follow as a part.
   setRange(ctx, bytes);
   throw invalidInput(
     `the body ended after ${bytes} of the file_size of ${total} bytes: send the rest with Content-Range: bytes ${bytes}-${total - 1}/${total}`,
   );
+}
+
+/**
+ * Streams the request's new bytes (from `held` on; those before it are skipped) into the upload,
+ * once the gate admits them; answers the bytes the upload then holds. The gate's slot is the
+ * request's until its body is read or refused.
+ */
+async function receive(
+  deps: UploadRouteDeps,
+  bodies: Bodies,
+  ctx: Context,
+  params: UploadParams,
+  range: { part: Part; held: number; first: number; last: number },
+): Promise<number> {
+  const { part, held, first, last } = range;
+  const release = bodies.gate.admit(params.drive_id, last + 1 - held);
+  const progress = progressReporter(deps, ctx, params, held);
+  try {
+    const body = requestBody(ctx.req, held - first, { onBytes: progress.add, idleMs: bodies.idleMs });
+    const { bytes } = await deps.uploads.append(params.asset_id, held, body, { total: params.file_size, length: last + 1 - held });
+    if (bytes !== params.file_size) progress.report(bytes);
+    return bytes;
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'payload_too_large') throw tooLarge(part, params.file_size);
+    // What is held now (a body cut off or idle keeps its whole writes), for the client to resume from.
+    if (err instanceof AppError) {
+      const now = await deps.uploads.received(params.asset_id).catch(() => null);
+      if (now) setRange(ctx, now.bytes);
+    }
+    throw err;
+  } finally {
+    release();
+  }
 }
 
 async function finish(deps: UploadRouteDeps, ctx: Context, params: UploadParams): Promise<void> {
@@ -152,11 +192,11 @@ async function finish(deps: UploadRouteDeps, ctx: Context, params: UploadParams)
   answerComplete(ctx, params, size);
 }
 
-/** An upload its job no longer takes stores nothing more, and what it staged goes. */
-async function refuseUnlessJobTakesIt(deps: UploadRouteDeps, ctx: Context, params: UploadParams): Promise<void> {
+/** An upload its job no longer takes stores nothing more, and what it staged goes. Answers what the job holds of it, if anything. */
+async function refuseUnlessJobTakesIt(deps: UploadRouteDeps, ctx: Context, params: UploadParams): Promise<{ recordedSize: number } | void> {
   if (!deps.checkJob) return;
   try {
-    await deps.checkJob(params);
+    return await deps.checkJob(params);
   } catch (err) {
     if (!(err instanceof AppError)) {
       logOf(deps, ctx)?.error({ err, asset_id: params.asset_id, job_id: params.job_id }, 'could not read the upload’s job');
@@ -176,14 +216,23 @@ async function record(deps: UploadRouteDeps, ctx: Context, params: UploadParams,
     if (err instanceof AppError) {
       // The job refused the file (it started without it, or was cancelled, since the PUT began).
       if (err.code === 'conflict' || err.code === 'not_found') {
-        await deps.discardBlob?.(blobKey).catch((e: unknown) => logOf(deps, ctx)?.warn({ err: e }, 'could not remove a refused upload'));
+        await forgetRefused(deps, ctx, params.asset_id, blobKey);
       }
       throw err;
     }
     logOf(deps, ctx)?.error({ err, asset_id: params.asset_id, job_id: params.job_id }, 'upload stored but not recorded');
     throw new AppError('unavailable', 'the file is stored but its job could not be told yet; retry the request', { retriable: true });
   }
-  await deps.uploads.markRecorded(params.asset_id);
+}
+
+/** A finished file its job refused: nothing will ever read it, nor its mark (the job's refusal answers from now on). */
+async function forgetRefused(deps: UploadRouteDeps, ctx: Context, assetId: string, blobKey: string): Promise<void> {
+  try {
+    await deps.discardBlob?.(blobKey);
+    await deps.uploads.forget(assetId);
+  } catch (err) {
+    logOf(deps, ctx)?.warn({ err }, 'could not remove a refused upload');
+  }
 }
 
 function authorise(deps: UploadRouteDeps, ctx: Context, assetId: string): UploadParams {
@@ -245,10 +294,6 @@ const tooLarge = (part: Part, total: number) =>
     ? new AppError('payload_too_large', `the body is longer than its Content-Range bytes ${part.first}-${part.last} declares`)
     : new AppError('payload_too_large', `the body is larger than the upload's file_size of ${total} bytes`);
 
-/**
- * The request body from byte `skip` on, as a stream of its own: the store destroys it on a
- * refusal, which must not destroy the request (the answer still goes out on its socket).
- */
 /** Progress is told every 5 % of the file, or after 30 s without: at most a few dozen events per upload on the job's stream. */
 const PROGRESS_STEP = 0.05;
 const PROGRESS_QUIET_MS = 30_000;
@@ -260,9 +305,7 @@ function progressReporter(deps: UploadRouteDeps, ctx: Context, params: UploadPar
   const report = (at: number) => {
     if (!deps.recordProgress) return;
     last = { at: Date.now(), bytes: at };
-    deps
-      .recordProgress(params, at)
-      .catch((err: unknown) => logOf(deps, ctx)?.warn({ err, asset_id: params.asset_id }, 'upload progress not recorded'));
+    deps.recordProgress(params, at).catch((err: unknown) => progressNotRecorded(logOf(deps, ctx), err, params));
   };
   return {
     add: (n: number) => {
@@ -273,23 +316,44 @@ function progressReporter(deps: UploadRouteDeps, ctx: Context, params: UploadPar
   };
 }
 
-function requestBody(req: IncomingMessage, skip: number, onBytes: (n: number) => void = () => undefined): Readable {
+/** A busy job stream is expected (the next report says more): a line without a stack; anything else a warning. */
+function progressNotRecorded(log: Logger | undefined, err: unknown, params: UploadParams): void {
+  if (err instanceof AppError && err.code === 'unavailable') {
+    log?.debug({ asset_id: params.asset_id, job_id: params.job_id, reason: err.message }, 'upload progress not recorded');
+  } else log?.warn({ err, asset_id: params.asset_id, job_id: params.job_id }, 'upload progress not recorded');
+}
+
+/**
+ * The request body from byte `skip` on, as a stream of its own: the store destroys it on a
+ * refusal, which must not destroy the request (the answer still goes out on its socket).
+ */
+function requestBody(req: IncomingMessage, skip: number, options: { onBytes: (n: number) => void; idleMs: number }): Readable {
   let toSkip = skip;
   const body = new Transform({
     transform(chunk: Buffer, _encoding, done) {
+      idle.refresh();
       const rest = toSkip > 0 ? chunk.subarray(Math.min(toSkip, chunk.length)) : chunk;
       toSkip -= chunk.length - rest.length;
-      if (rest.length > 0) onBytes(rest.length);
+      if (rest.length > 0) options.onBytes(rest.length);
       done(null, rest.length > 0 ? rest : undefined);
     },
   });
+  // A body that stops sending holds a connection and a file: after idleMs without a byte it is
+  // cut, its whole writes kept to resume from (issue 19).
+  const idle = setTimeout(() => body.destroy(idleBody(options.idleMs)), options.idleMs);
   const cut = () => {
     if (!req.complete) body.destroy(invalidInput('the request body was cut off before it ended'));
   };
   req.once('aborted', cut).on('error', cut).once('close', cut);
+  body.once('close', () => clearTimeout(idle));
   req.pipe(body);
   return body;
 }
+
+const idleBody = (ms: number) =>
+  invalidInput(
+    `no byte of the request body arrived for ${ms / 1000} s: the bytes before are kept; send the rest with Content-Range from the Range header`,
+  );
 
 function answerComplete(ctx: Context, params: UploadParams, size: number): void {
   ctx.status = 200;

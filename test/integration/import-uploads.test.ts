@@ -3,6 +3,9 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import pino from 'pino';
+import { createLocalUploadStore } from '../../lib/adapters/local/upload-store';
 import { loadState } from '../../lib/app/command-handler';
 import { projectDecider } from '../../lib/domain/project';
 import { streams } from '../../lib/domain/ids';
@@ -87,13 +90,20 @@ describe('import with direct uploads (HTTP, embedded adapters)', function () {
 
     assert.deepEqual(
       readdirSync(join(h.dir, 'uploads')).filter((f) => f.startsWith(asset_id)),
-      [`${asset_id}.json`],
-      'only the completion mark stays once the job has used the upload',
+      [],
+      'nothing of the upload stays in staging once the job has used it, not even its completion mark',
     );
 
+    // The job's record answers instead of the mark: complete, and never stored over the imported file.
     const again = await h.http.put(local(upload_url)).set('Content-Type', 'application/octet-stream').send(bytes);
     assert.equal(again.status, 409, 'a PUT to an upload already complete is refused');
     assert.equal(again.body.state, 'complete');
+    const status = await h.http.put(local(upload_url)).set('Content-Range', `bytes */${bytes.length}`);
+    assert.deepEqual([status.status, status.body], [200, { asset_id, size: bytes.length }]);
+    assert.deepEqual(
+      readdirSync(join(h.dir, 'uploads')).filter((f) => f.startsWith(asset_id)),
+      [],
+    );
   });
 
   it('resumes an upload sent in three chunks, reporting progress with 308 and Range, and stores exactly the original bytes', async () => {
@@ -225,7 +235,10 @@ describe('import with direct uploads (HTTP, embedded adapters)', function () {
 
       assert.equal((await h.http.delete(`/v1/jobs/${accepted.job_id}`).set(h.auth())).status, 204);
       await waitFor(() => !existsSync(file), { timeoutMs: 5000, what: 'the uploaded file of the cancelled job to be removed' });
-      assert.deepEqual(staged(asset_id), [`${asset_id}.json`], 'the completion mark stays: a later PUT is refused as complete');
+      assert.deepEqual(staged(asset_id), [], 'the completion mark goes too');
+      const later = await h.http.put(local(upload_url)).set('Content-Type', 'application/octet-stream').send(bytes);
+      assert.deepEqual([later.status, later.body.state], [409, 'complete'], 'a later PUT is refused as complete, from the job');
+      assert.ok(!existsSync(file), 'and stores nothing');
       const { state } = await loadState(h.store, streams.project(accepted.project_id), projectDecider);
       assert.ok(state.exists);
       assert.equal(state.media.size, 0, 'the project took in neither file');
@@ -270,6 +283,58 @@ describe('import with an upload that never arrives', function () {
     assert.match(late.body.message, /expired/);
   });
 
+  /**
+   * A PUT that moved its file into the blob store but whose record never reached the job (the
+   * 503 of issue 19, or the command API stopping in between), as the upload store leaves it.
+   */
+  const finishedButNotRecorded = async (projectId: string, assetId: string, bytes: Buffer) => {
+    const uploads = createLocalUploadStore({ root: join(h.dir, 'uploads'), localPath: h.processorDeps.blobs.localPath });
+    await uploads.append(assetId, 0, Readable.from([bytes]), { total: bytes.length });
+    const blobKey = `${h.drive.drive_id}/${projectId}/${assetId}`;
+    await uploads.complete(assetId, blobKey);
+    return h.processorDeps.blobs.localPath(blobKey);
+  };
+  const staging = () => (existsSync(join(h.dir, 'uploads')) ? readdirSync(join(h.dir, 'uploads')) : []);
+
+  it('deletes a file that arrived but was never recorded when the job starts, and leaves nothing in staging', async () => {
+    const bytes = Buffer.alloc(1000, 1);
+    const res = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth())
+      .send({
+        project_name: 'Unrecorded',
+        add_media: { 'lost.wav': { content_type: 'audio/wav', file_size: 1000 }, 'voice.wav': { url: media.url('file', 'voice.wav') } },
+      });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const assetId = res.body.upload_urls['lost.wav'].asset_id as string;
+    const file = await finishedButNotRecorded(res.body.project_id, assetId, bytes);
+    assert.ok(existsSync(file));
+
+    const job = await h.waitForJob(res.body.job_id, undefined, 15_000);
+    assert.equal((job.result as any).media_status['lost.wav'].status, 'failed');
+    assert.ok(!existsSync(file), 'the unowned file is gone');
+    assert.deepEqual(
+      staging().filter((f) => f.startsWith(assetId)),
+      [],
+      'its staging mark too',
+    );
+  });
+
+  it('deletes a file that arrived but was never recorded when the job is cancelled', async () => {
+    const res = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth())
+      .send({ project_name: 'Unrecorded, cancelled', add_media: { 'lost.wav': { content_type: 'audio/wav', file_size: 500 } } });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const assetId = res.body.upload_urls['lost.wav'].asset_id as string;
+    const file = await finishedButNotRecorded(res.body.project_id, assetId, Buffer.alloc(500, 2));
+    assert.equal((await h.http.delete(`/v1/jobs/${res.body.job_id}`).set(h.auth())).status, 204);
+    await waitFor(() => !existsSync(file) && staging().every((f) => !f.startsWith(assetId)), {
+      timeoutMs: 5000,
+      what: 'the never-recorded file and its mark to go with the cancelled job',
+    });
+  });
+
   it('ends the job with error when its only file never arrives', async () => {
     const res = await h.http
       .post('/v1/jobs/import/project_media')
@@ -278,5 +343,106 @@ describe('import with an upload that never arrives', function () {
     assert.equal(res.status, 201, JSON.stringify(res.body));
     const job = await h.waitForJob(res.body.job_id, undefined, 15_000);
     assert.equal((job.result as any).status, 'error', JSON.stringify(job.result));
+  });
+});
+
+/** Issue 19, finding 3: PUTs racing on one job's stream, and what a single upload logs meanwhile. */
+describe('import with many uploads to one job at once', function () {
+  this.timeout(120_000);
+  let h: Harness;
+  let wav: Buffer;
+  const lines: { level: number; msg: string; err?: { stack?: string } }[] = [];
+
+  before(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'parallel-'));
+    wav = readFileSync(await makeTestMedia(dir, 'wav', 1));
+    // Request lines come in batches: one JSON document a line.
+    const sink = {
+      write: (text: string) =>
+        void lines.push(
+          ...text
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => JSON.parse(l)),
+        ),
+    };
+    // Files up to 2 GiB, as configured by default; the request's total is UPLOAD_BYTES_PER_REQUEST's default.
+    h = await startHarness({ uploadTtlMs: 60 * 60 * 1000, logger: pino({ level: 'info' }, sink), mediaMaxBytes: 2 * 1024 ** 3 });
+  });
+  after(async () => h?.close());
+
+  const local = (url: string) => `${new URL(url).pathname}${new URL(url).search}`;
+  const octets = (url: string) => h.http.put(local(url)).set('Content-Type', 'application/octet-stream');
+  const staged = () => (existsSync(join(h.dir, 'uploads')) ? readdirSync(join(h.dir, 'uploads')) : []);
+  const blobsOf = (projectId: string) => {
+    const folder = join(h.dir, 'blobs', h.drive.drive_id, projectId);
+    return existsSync(folder) ? readdirSync(folder) : [];
+  };
+
+  it('answers 100 simultaneous PUTs to one job with 100 × 200, records each file once, and leaves no file unowned', async () => {
+    const refs = Array.from({ length: 100 }, (_, i) => `take-${i}.wav`);
+    const res = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth())
+      .send({
+        project_name: 'Hundred',
+        add_media: Object.fromEntries(refs.map((r) => [r, { content_type: 'audio/wav', file_size: wav.length }])),
+      });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const urls = res.body.upload_urls as Record<string, { upload_url: string; asset_id: string }>;
+
+    const answers = await Promise.all(refs.map((r) => octets(urls[r].upload_url).send(wav)));
+    const statuses = answers.map((a) => a.status);
+    assert.deepEqual(
+      statuses.filter((s) => s !== 200),
+      [],
+      `every PUT answered 200; the others said ${JSON.stringify(answers.find((a) => a.status !== 200)?.body)}`,
+    );
+
+    const received = (await h.store.readStream(`job-${res.body.job_id}`)).filter((e) => e.type === 'UploadReceived');
+    assert.equal(received.length, 100, 'each upload recorded once');
+    const job = await h.waitForJob(res.body.job_id, undefined, 90_000);
+    assert.equal((job.result as any).status, 'success', JSON.stringify(job.result).slice(0, 500));
+    const assets = new Set(refs.map((r) => urls[r].asset_id));
+    assert.deepEqual(
+      blobsOf(res.body.project_id).filter((f) => assets.has(f) && !received.some((e) => String(e.data.blob_key).endsWith(f))),
+      [],
+      'no uploaded file is left that its job does not own',
+    );
+    assert.deepEqual(staged(), [], 'nor anything in staging');
+  });
+
+  it('refuses a request whose upload items declare 100 × 2 GiB (400 naming the item that passes the limit)', async () => {
+    const refs = Array.from({ length: 100 }, (_, i) => `huge-${i}.mov`);
+    const res = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth())
+      .send({
+        project_name: 'Too much',
+        add_media: Object.fromEntries(refs.map((r) => [r, { content_type: 'video/quicktime', file_size: 2 * 1024 ** 3 }])),
+      });
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.equal(res.body.error, 'invalid_input');
+    assert.match(res.body.message, /^add_media\["huge-5\.mov"\]\.file_size: the upload items of this request declare 12884901888 bytes/);
+    assert.match(res.body.message, /over the limit of 10737418240 per request/);
+  });
+
+  it('logs no warning for one upload whose progress reports race with its own recording', async () => {
+    const big = Buffer.concat(Array.from({ length: 40 }, () => wav));
+    const res = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth())
+      .send({ project_name: 'One', add_media: { 'one.wav': { content_type: 'audio/wav', file_size: big.length } } });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    lines.length = 0;
+    const put = await octets(res.body.upload_urls['one.wav'].upload_url).send(big);
+    assert.equal(put.status, 200, JSON.stringify(put.body));
+    await h.waitForJob(res.body.job_id);
+    const warnings = lines.filter((l) => l.level >= 40);
+    assert.deepEqual(
+      warnings.map((l) => `${l.msg}: ${l.err?.stack?.split('\n')[0] ?? ''}`),
+      [],
+      'expected contention on the job stream is no warning',
+    );
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { createReadStream, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { Agent, request, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import { createLocalUploadStore } from '../../lib/adapters/local/upload-store';
 import { conflict, type AppError } from '../../lib/domain/errors';
 import { createHttpServer } from '../../lib/http/listen';
 import { errorHandler, notFoundFallback, requestContext } from '../../lib/http/middleware';
+import type { UploadLimits } from '../../services/command-api/upload-limits';
 import { createUploadRoutes, uploadUrl, UPLOAD_URL_TTL_MS, type UploadParams } from '../../services/command-api/uploads';
 import { failOnUncaughtException, waitFor } from '../fixtures/wait';
 
@@ -58,8 +59,8 @@ describe('Direct uploads: PUT /v1/uploads/:asset_id (signed, resumable)', functi
   const blobs = () => createLocalBlobStore({ root: join(dir, 'blobs') });
   const stagingRoot = () => blobs().localPath('uploads');
 
-  before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'uploads-'));
+  /** The upload routes on a loopback server of their own, with `limits` (the defaults unless told). */
+  const startServer = async (limits?: UploadLimits) => {
     const store = blobs();
     const uploads = createLocalUploadStore({ root: stagingRoot(), localPath: store.localPath });
     const routes = createUploadRoutes({
@@ -67,16 +68,18 @@ describe('Direct uploads: PUT /v1/uploads/:asset_id (signed, resumable)', functi
       clock: { now: () => now },
       uploads,
       blobKeyFor: (p) => `${p.drive_id}/${p.project_id}/${p.asset_id}.bin`,
+      // As the job: told again of an upload it holds, it records nothing new.
       recordUpload: async (params, { blobKey, size }) => {
         calls++;
         if (failRecording-- > 0) throw new Error('event store unreachable');
         if (refuseRecording) throw refuseRecording;
-        recorded.push({ params, blobKey, size });
+        if (!recorded.some((r) => r.params.asset_id === params.asset_id)) recorded.push({ params, blobKey, size });
       },
       checkJob: async () => {
         if (jobAnswer) throw jobAnswer;
       },
       discardBlob: (key) => store.delete(key),
+      limits,
     });
     const app = new Koa();
     app.silent = true;
@@ -84,9 +87,14 @@ describe('Direct uploads: PUT /v1/uploads/:asset_id (signed, resumable)', functi
     app.use(errorHandler());
     app.use(routes.routes());
     app.use(notFoundFallback());
-    server = createHttpServer(app.callback());
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    base = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
+    const listening = createHttpServer(app.callback());
+    await new Promise<void>((resolve) => listening.listen(0, '127.0.0.1', resolve));
+    return { server: listening, base: `http://127.0.0.1:${(listening.address() as { port: number }).port}/v1` };
+  };
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'uploads-'));
+    ({ server, base } = await startServer());
   });
   after(async () => {
     await new Promise((resolve) => server.close(resolve));
@@ -104,7 +112,7 @@ describe('Direct uploads: PUT /v1/uploads/:asset_id (signed, resumable)', functi
     refuseRecording = null;
   });
 
-  const newUpload = (fileSize: number, overrides: Partial<UploadParams> = {}) => {
+  const newUpload = (fileSize: number, overrides: Partial<UploadParams> = {}, at = base) => {
     const params = {
       asset_id: randomUUID(),
       job_id: 'project-media-import-0c9d6f3e-6a57-4f44-9a59-2f3b1a0f2d11',
@@ -116,7 +124,7 @@ describe('Direct uploads: PUT /v1/uploads/:asset_id (signed, resumable)', functi
       ...overrides,
     };
     const url = uploadUrl(
-      base,
+      at,
       { ...params, extra: { artifact_id: 'art-1' } },
       { secret, expiresAt: new Date(now.getTime() + UPLOAD_URL_TTL_MS) },
     );
@@ -151,7 +159,7 @@ describe('Direct uploads: PUT /v1/uploads/:asset_id (signed, resumable)', functi
     assert.equal(existsSync(join(stagingRoot(), `${u.asset_id}.part`)), false);
     const again = await progress(u.url, file.length);
     assert.deepEqual([again.status, again.body], [200, { asset_id: u.asset_id, size: file.length }]);
-    assert.equal(calls, 1);
+    assert.equal(recorded.length, 1, 'told again, the job holds it once');
   });
 
   it('resumes in three parts with status queries between them, skipping re-sent bytes and refusing gaps', async () => {
@@ -384,7 +392,6 @@ describe('Direct uploads: PUT /v1/uploads/:asset_id (signed, resumable)', functi
     assert.equal((await last()).status, 200);
     expectError(await last(), 409, 'conflict', /already complete/);
     assert.equal(recorded.length, 1);
-    assert.equal(calls, 1);
   });
 
   it('maps a storage fault to a retriable 503 that names no server path', async () => {
@@ -435,6 +442,13 @@ describe('Direct uploads: PUT /v1/uploads/:asset_id (signed, resumable)', functi
     refuseRecording = conflict('the job is cancelled and takes no more uploads', 'cancelled');
     expectError(await put(u.url, OCTETS, file), 409, 'conflict', /cancelled/);
     assert.ok(!existsSync(blobs().localPath(u.key)), 'the file went with the refusal');
+    assert.deepEqual(
+      readdirSync(stagingRoot()).filter((f) => f.startsWith(u.asset_id)),
+      [],
+      'its completion mark too',
+    );
+    // The job refuses from now on, as it did the record.
+    jobAnswer = refuseRecording;
     expectError(await progress(u.url, file.length), 409, 'conflict', /cancelled/);
     assert.equal(recorded.length, 0);
   });
@@ -450,6 +464,112 @@ describe('Direct uploads: PUT /v1/uploads/:asset_id (signed, resumable)', functi
     const retried = await put(u.url, OCTETS, file);
     expectError(retried, 409, 'conflict', /already complete/);
     assert.equal(recorded.length, 1);
-    assert.deepEqual([(await progress(u.url, file.length)).status, calls], [200, 2]);
+    assert.equal((await progress(u.url, file.length)).status, 200);
+    assert.equal(recorded.length, 1);
+  });
+
+  /**
+   * A PUT that sends `first` and then nothing until told: its answer (if the server gives one),
+   * when its connection closes, and a way to end it.
+   */
+  const hold = (url: string, headers: Record<string, string | number>, first: Buffer) => {
+    const req = request(url, { method: 'PUT', headers, agent: false });
+    req.on('error', () => undefined); // the server may close on us: that is what some tests check
+    const closed = new Promise<void>((resolve) => req.once('close', () => resolve()));
+    const answer = new Promise<Reply>((resolve) =>
+      req.once('response', (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString();
+          resolve({ status: res.statusCode!, headers: res.headers, body: text ? JSON.parse(text) : null });
+        });
+      }),
+    );
+    req.write(first);
+    return { answer, closed, destroy: () => req.destroy() };
+  };
+  const within = <T>(promise: Promise<T>, ms: number, what: string) =>
+    Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms))]);
+  const stagedBytes = (assetId: string) => {
+    const path = join(stagingRoot(), `${assetId}.part`);
+    return existsSync(path) ? statSync(path).size : -1;
+  };
+
+  describe('bounds (issue 19, finding 2)', () => {
+    let idle: Awaited<ReturnType<typeof startServer>>;
+    let tight: Awaited<ReturnType<typeof startServer>>;
+    const TIGHT: UploadLimits = { perDrive: 2, perProcess: 3, bytesPerDrive: MB, idleTimeoutMs: 60_000 };
+    before(async () => {
+      idle = await startServer({ perDrive: 8, perProcess: 64, bytesPerDrive: 1024 * MB, idleTimeoutMs: 1000 });
+      tight = await startServer(TIGHT);
+    });
+    after(async () => {
+      for (const s of [idle, tight]) s?.server.closeAllConnections();
+      await Promise.all([idle, tight].map((s) => s && new Promise((resolve) => s.server.close(resolve))));
+    });
+
+    it('closes a PUT whose body sends no byte for the idle deadline (400 with Range), keeping its bytes to resume from', async () => {
+      const file = randomBytes(64 * 1024);
+      const u = newUpload(file.length, {}, idle.base);
+      const stalled = hold(u.url, { ...OCTETS, 'Content-Length': file.length }, file.subarray(0, 1000));
+      // The deadline is 1 s; generous bounds for a loaded machine, far below Node's own 60 s.
+      const answer = await within(stalled.answer, 15_000, 'answer to the idle PUT');
+      expectError(answer, 400, 'invalid_input', /no byte of the request body arrived for 1 s/);
+      assert.equal(answer.headers.range, 'bytes=0-999');
+      assert.equal(answer.headers.connection, 'close');
+      await within(stalled.closed, 5000, 'close of the idle connection');
+
+      const rest = await put(u.url, part(1000, file.length - 1, file.length), file.subarray(1000));
+      assert.equal(rest.status, 200, JSON.stringify(rest.body));
+      assert.equal(await stored(u.key), sha256(file));
+    });
+
+    it('receives at most 2 PUTs of one drive (429 with Retry-After) and 3 in all (503 with Retry-After), other drives going on', async () => {
+      const drive = randomUUID();
+      const [a1, a2, a3] = [0, 1, 2].map(() => newUpload(1000, { drive_id: drive }, tight.base));
+      const held = [a1, a2].map((u) => hold(u.url, { ...OCTETS, 'Content-Length': 1000 }, Buffer.alloc(10)));
+      await waitFor(() => stagedBytes(a1.asset_id) === 10 && stagedBytes(a2.asset_id) === 10, { what: 'both slow PUTs to be receiving' });
+
+      const third = await put(a3.url, { ...OCTETS, 'Content-Length': 1000 }, Buffer.alloc(1000));
+      expectError(third, 429, 'rate_limit_exceeded', /2 uploads of this drive are being received \(at most 2 at once\)/);
+      assert.deepEqual([third.headers['retry-after'], third.headers['x-ratelimit-remaining']], ['5', '0']);
+      assert.equal(stagedBytes(a3.asset_id), -1, 'nothing of it was stored');
+
+      // Another drive still uploads: the third slot of the process.
+      const other = newUpload(1000, {}, tight.base);
+      assert.equal((await put(other.url, { ...OCTETS, 'Content-Length': 1000 }, Buffer.alloc(1000, 3))).status, 200);
+      const b = newUpload(1000, {}, tight.base);
+      const bHeld = hold(b.url, { ...OCTETS, 'Content-Length': 1000 }, Buffer.alloc(10));
+      await waitFor(() => stagedBytes(b.asset_id) === 10, { what: 'the third slow PUT to be receiving' });
+      const c = newUpload(1000, {}, tight.base);
+      const full = await put(c.url, { ...OCTETS, 'Content-Length': 1000 }, Buffer.alloc(1000));
+      expectError(full, 503, 'unavailable', /receiving 3 uploads, its most at once/);
+      assert.equal(full.headers['retry-after'], '5');
+
+      for (const h of [...held, bHeld]) h.destroy();
+      await Promise.all([...held, bHeld].map((h) => h.closed));
+      // Slots free once the bodies end; a refused upload then goes through.
+      const retried = await waitFor(
+        async () => {
+          const res = await put(a3.url, { ...OCTETS, 'Content-Length': 1000 }, Buffer.alloc(1000));
+          return res.status === 200 ? res : null;
+        },
+        { what: 'the refused PUT to be admitted once the others ended' },
+      );
+      assert.equal(retried.body.size, 1000);
+    });
+
+    it('refuses a PUT whose bytes would take its drive over the bytes allowed in progress (429)', async () => {
+      const drive = randomUUID();
+      const big = newUpload(800 * 1024, { drive_id: drive }, tight.base);
+      const slow = hold(big.url, { ...OCTETS, 'Content-Length': 800 * 1024 }, Buffer.alloc(10));
+      await waitFor(() => stagedBytes(big.asset_id) === 10, { what: 'the slow PUT to be receiving' });
+      const next = newUpload(400 * 1024, { drive_id: drive }, tight.base);
+      const refused = await put(next.url, { ...OCTETS, 'Content-Length': 400 * 1024 }, Buffer.alloc(400 * 1024));
+      expectError(refused, 429, 'rate_limit_exceeded', /declare 819200 bytes; 409600 more would pass the 1048576 allowed at once/);
+      slow.destroy();
+      await slow.closed;
+    });
   });
 });

@@ -13,7 +13,7 @@ import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './private-files';
 /**
  * UploadStore on a local folder: `<root>/<asset>.part` holds the bytes received so far (its size
  * is the progress: every write is awaited whole and a failed one is truncated away) and
- * `<root>/<asset>.json` the completion mark. `root` must be on the blob store's file system so
+ * `<root>/<asset>.json` the completion mark, until `forget`. `root` must be on the blob store's file system so
  * that `complete` is a rename (a folder inside the blob root, e.g. `blobs.localPath('uploads')`).
  * `localPath` is the BlobStore's, which checks the key.
  */
@@ -31,7 +31,7 @@ export function createLocalUploadStore(options: { root: string; localPath: (key:
 
   async function received(id: string): Promise<UploadState> {
     const [size, mark] = await Promise.all([sizeOf(partOf(id)), readMark(markOf(id))]);
-    if (mark && size === null) return { bytes: mark.size, complete: true, blobKey: mark.blob_key, recorded: mark.recorded };
+    if (mark && size === null) return { bytes: mark.size, complete: true, blobKey: mark.blob_key };
     return { bytes: busy.get(id) ?? size ?? 0, complete: false };
   }
 
@@ -74,7 +74,7 @@ export function createLocalUploadStore(options: { root: string; localPath: (key:
             throw conflict('nothing of this upload has been received', 'incomplete');
           }
           // The mark first: a crash before the rename leaves both, which `received` reads as not complete yet.
-          await writeMark(markOf(id), { blob_key: blobKey, size, recorded: false });
+          await writeMark(markOf(id), { blob_key: blobKey, size });
           await mkdir(dirname(target), { recursive: true, mode: PRIVATE_DIR_MODE });
           await rename(part, target);
           await syncDirectory(dirname(target));
@@ -85,17 +85,16 @@ export function createLocalUploadStore(options: { root: string; localPath: (key:
         }
       }),
 
-    markRecorded: (assetId) =>
-      guarded(async () => {
-        const id = idOf(assetId);
-        const mark = await readMark(markOf(id));
-        if (!mark) throw conflict('the upload is not complete', 'incomplete');
-        if (!mark.recorded) await writeMark(markOf(id), { ...mark, recorded: true });
-      }),
-
     discard: (assetId) =>
       guarded(async () => {
         await rm(partOf(idOf(assetId)), { force: true });
+      }),
+
+    forget: (assetId) =>
+      guarded(async () => {
+        const id = idOf(assetId);
+        await rm(partOf(id), { force: true });
+        await rm(markOf(id), { force: true });
       }),
   };
 }
@@ -144,7 +143,8 @@ async function appendTo(
   return offset + written;
 }
 
-type Mark = { blob_key: string; size: number; recorded: boolean };
+/** Written once, before the move; never rewritten, so that `forget` removes it for good. */
+type Mark = { blob_key: string; size: number };
 
 async function readMark(path: string): Promise<Mark | null> {
   try {

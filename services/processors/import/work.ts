@@ -20,6 +20,7 @@ import { createComposition, DEFAULT_SIZE, wholeClips } from './compose';
 import type { ProcessorHandlers } from '../handlers';
 import type { Job, JobContext, WorkOutcome } from '../job-runner';
 import { FILES_PERCENT, importFiles, mediaAssetId, now, onProject, refusal } from './files';
+import { releaseUploads } from './uploads';
 
 /**
  * The work of an import job: each URL or upload item is fetched (or found uploaded), probed and
@@ -37,14 +38,15 @@ export type ImportWorkDeps = {
   mediaMaxBytes: number;
   downloadTimeoutMs: number;
   transcriber: Transcriber;
-  /** Staged uploads, forgotten once the job has used them (the blobs stay). */
-  uploads?: Pick<UploadStore, 'discard'>;
+  /** Staged uploads, forgotten once the job has started (the blobs its uploads recorded stay). */
+  uploads?: Pick<UploadStore, 'discard' | 'received' | 'forget'>;
   /** The engine's stream handlers, built once per store. */
   on: ProcessorHandlers;
 };
 
 export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promise<WorkOutcome> {
   const plan = normalizePlan(ctx.job.request);
+  await releaseUploads(deps, ctx.job, ctx.log);
   const { state: before } = await deps.on.projects.load(ctx.job.project_id);
   if (!before.exists) {
     return { result: { status: 'error', error_code: 'not_found', error_message: 'the project no longer exists' }, projectUrl: null };
@@ -156,14 +158,14 @@ export async function discardUploads(deps: Pick<ImportWorkDeps, 'on' | 'blobs' |
   const inProject = new Set(project.exists ? [...project.media.values()].map((m) => m.blob_key) : []);
   const warn = (err: unknown) => log.warn({ err }, 'could not remove an upload of a cancelled job');
   let removed = 0;
-  for (const [ref, upload] of uploads) {
+  for (const ref of uploads.keys()) {
     const received = jobState.status === 'none' ? undefined : jobState.uploads.get(ref);
     if (received && !inProject.has(received.blob_key)) {
       await deps.blobs.delete(received.blob_key).catch(warn);
       removed += 1;
     }
-    await deps.uploads?.discard(upload.asset_id).catch(warn);
   }
+  await releaseUploads(deps, job, log);
   log.info({ uploads: uploads.size, removed_files: removed }, 'uploads of the cancelled job removed');
 }
 
