@@ -14,7 +14,7 @@ import { createHttpServer } from '../lib/http/listen';
 import { createMetrics } from '../lib/observability/metrics';
 import { withChildMetrics } from '../lib/observability/wiring';
 import { runService } from '../lib/run-service';
-import { supervise } from '../lib/supervise';
+import { supervise, type Supervised } from '../lib/supervise';
 import { createApp as createCommandApp } from '../services/command-api/app';
 import { createApp as createQueryApp } from '../services/query-api/app';
 import { queryDeps } from '../services/query-api/from-config';
@@ -38,7 +38,7 @@ runService('serve', async (config, logger) => {
   const watermark = createWatermark(config.kafka ? null : projectedSoFar(store));
   const readSide = await openReadStore(config, { moves: watermark.moves });
   const common = httpCommon(config, logger, store, readSide);
-  let worker: ReturnType<typeof supervise> | null = null;
+  let worker: Workers | null = null;
   // Each append wakes the worker's consumers at once (they would see it at their next poll).
   const commandStore = trackAppends(store, () => worker?.appended());
   const hooks = readYourWrites({
@@ -49,10 +49,11 @@ runService('serve', async (config, logger) => {
   });
   const shared = {
     ...common,
-    metrics: withChildMetrics(metrics, () => worker?.request('metrics') ?? Promise.resolve(null)),
+    metrics: withChildMetrics(metrics, () => worker?.metrics() ?? Promise.resolve([])),
     ready: async () => {
       await common.ready();
-      if (!worker?.ready()) throw new Error('the job worker is not running (it is being restarted)');
+      const down = worker ? worker.down() : ['job'];
+      if (down.length > 0) throw new Error(`the ${down.join(' and ')} worker is not running (it is being restarted)`);
     },
   };
   const commandApp = createCommandApp({
@@ -75,13 +76,24 @@ runService('serve', async (config, logger) => {
     server.listen(config.port, () => resolve());
   });
 
-  worker = supervise({
-    modulePath: join(__dirname, `worker${__filename.endsWith('.ts') ? '.ts' : '.js'}`),
-    // Stable while this process lives, so a restarted worker takes its predecessor's claims over at once.
-    env: { ...process.env, WORKER_ID: config.workerId ?? `${hostname()}:serve:${process.pid}` },
+  // Two children (bin/worker.ts): the projector, on its own so that reads after a write do not
+  // wait behind job work, and the jobs (processors, webhooks, the relay). Both stable-named while
+  // this process lives, so a restarted worker takes its predecessor's claims over at once.
+  const workerEnv = { ...process.env, WORKER_ID: config.workerId ?? `${hostname()}:serve:${process.pid}` };
+  const modulePath = join(__dirname, `worker${__filename.endsWith('.ts') ? '.ts' : '.js'}`);
+  const jobs = supervise({ modulePath, args: ['jobs'], name: 'jobs', env: workerEnv, logger });
+  const projector = supervise({
+    modulePath,
+    args: ['projector'],
+    name: 'projector',
+    env: workerEnv,
     logger,
-    onProjected: (position) => watermark.advance(position),
+    onProjected: (position) => {
+      watermark.advance(position);
+      jobs.projected(position);
+    },
   });
+  worker = both(projector, jobs);
   logger.info(
     { port: config.port, base_url: config.baseUrl, mode: config.kafka ? 'distributed' : 'embedded' },
     'media project service listening',
@@ -100,4 +112,21 @@ function projectedSoFar(store: EventStore | SqliteEventStore): bigint | null {
   if (!('loadCheckpoint' in store)) return null;
   const saved = store.loadCheckpoint(PROJECTIONS_GROUP);
   return saved === null ? null : BigInt(saved);
+}
+
+type Workers = { appended(): void; down(): string[]; metrics(): Promise<unknown[]>; stop(): Promise<void> };
+
+/** The two children as one: appends wake both, metrics come from both, and both stop. */
+function both(projector: Supervised, jobs: Supervised): Workers {
+  const named = [
+    ['projector', projector],
+    ['jobs', jobs],
+  ] as const;
+  return {
+    appended: () => (projector.appended(), jobs.appended()),
+    down: () => named.filter(([, w]) => !w.ready()).map(([name]) => name),
+    // One list of series per child that answers.
+    metrics: async () => Promise.all(named.map(([, w]) => w.request('metrics').catch(() => null))),
+    stop: async () => void (await Promise.all([jobs.stop(), projector.stop()])),
+  };
 }

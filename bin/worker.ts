@@ -1,8 +1,11 @@
 import { openConsumerSide } from '../lib/adapters/consumer-side';
-import { createWatermark } from '../lib/app/consistency';
+import type { Logger } from 'pino';
+import { createWatermark, type Watermark } from '../lib/app/consistency';
+import type { Config } from '../lib/config';
+import type { LogSubscription } from '../lib/ports/event-log';
 import { openLogProducer } from '../lib/adapters/from-config';
 import { createReadStoreCheckpoints } from '../lib/adapters/read-store-checkpoints';
-import { createMetrics } from '../lib/observability/metrics';
+import { createMetrics, type Metrics } from '../lib/observability/metrics';
 import { jobMetrics, watchLag } from '../lib/observability/wiring';
 import { exitOnFatal, runService } from '../lib/run-service';
 import { serveParent } from '../lib/supervise';
@@ -15,23 +18,83 @@ import * as webhooks from '../services/webhook-dispatcher';
 import { dispatcherDeps } from '../services/webhook-dispatcher/from-config';
 
 /**
- * The all-in-one mode's worker (DESIGN §1): job work, projections, webhook delivery and (with Kafka) the relay, in
- * a child process that `serve` supervises, so nothing a media host or a job does can stop the
- * HTTP APIs. A consumer that can no longer consume ends the process; the supervisor starts a new
- * one. When the parent is gone, the worker stops too.
+ * The all-in-one mode's workers (DESIGN §1): child processes that `serve` supervises, so nothing
+ * a media host or a job does can stop the HTTP APIs. Each runs a part, named by its argument:
+ * - `projector`: the read models and the search index. Apart from job work so that its lag does
+ *   not wait behind it (issue 18: sharing one event loop with eight import slots, it did): a read
+ *   after a write waits on this process alone.
+ * - `jobs`: job work, webhook delivery and (with Kafka) the relay. Webhooks wait on the
+ *   projector's watermark, which `serve` passes on from the other child.
+ * - neither (`all`): both parts in one process.
+ * A consumer that can no longer consume ends the process; the supervisor starts a new one. When
+ * the parent is gone, the worker stops too.
  */
-runService('worker', async (config, logger) => {
+export type WorkerPart = 'projector' | 'jobs' | 'all';
+
+const part = (process.argv[2] ?? 'all') as WorkerPart;
+if (!['projector', 'jobs', 'all'].includes(part)) throw new Error(`bin/worker: unknown part "${part}" (projector, jobs or all)`);
+
+runService(part === 'all' ? 'worker' : `worker ${part}`, async (config, logger) => {
   const metrics = createMetrics();
   const consumers = await openConsumerSide(config, logger, metrics);
-  const { store, readSide, deadLetters, log } = consumers;
+  const { store, readSide, log } = consumers;
+  // Read-your-writes: the APIs in the parent wait on the projector's watermark, and so do webhooks.
+  const watermark = createWatermark();
   const parent = serveParent({
     answer: async (question) => (question === 'metrics' ? metrics.registry.getMetricsAsJSON() : null),
     onOrphaned: () => process.kill(process.pid, 'SIGTERM'),
     // The APIs appended: the consumers read it now rather than at their next poll of the store.
     onAppended: () => ('appendedElsewhere' in store ? store.appendedElsewhere() : undefined),
+    onProjected: (position) => watermark.advance(position),
   });
   const onFatal = exitOnFatal(logger, (err) => parent.fatal(err.message));
 
+  const stops: (() => Promise<void>)[] = [];
+  const subscriptions: LogSubscription[] = [];
+  let watermarked = part === 'jobs'; // the parent passes the projector's watermark on
+  if (part !== 'jobs') {
+    const projector = await startProjector({
+      log,
+      read: readSide.read,
+      store,
+      logger,
+      onFatal,
+      search: { index: readSide.search, blobs: openBlobStore(config) },
+      observeLag: (model, seconds) => metrics.projectionLag.observe({ read_model: model }, seconds),
+    });
+    stops.unshift(() => projector.close());
+    subscriptions.push(projector);
+    watermarked = projector.onWatermark !== undefined;
+    projector.onWatermark?.((position) => {
+      watermark.advance(position);
+      parent.projected(position);
+    });
+  }
+  if (part !== 'projector') {
+    stops.unshift(
+      ...(await startJobs(config, logger, metrics, consumers, { onFatal, projected: watermarked ? watermark : undefined }, subscriptions)),
+    );
+  }
+  const lag = watchLag(metrics, subscriptions);
+  parent.ready();
+
+  return async () => {
+    lag.stop();
+    for (const stop of stops) await stop().catch((err) => logger.error({ err }, 'error while stopping'));
+    await consumers.close();
+  };
+});
+
+/** Job work, webhook delivery and (with Kafka) the relay; resolves their stops, in the order to call them. */
+async function startJobs(
+  config: Config,
+  logger: Logger,
+  metrics: Metrics,
+  consumers: Awaited<ReturnType<typeof openConsumerSide>>,
+  options: { onFatal: (err: Error) => void; projected?: Watermark },
+  subscriptions: LogSubscription[],
+): Promise<(() => Promise<void>)[]> {
+  const { store, readSide, deadLetters, log } = consumers;
   const stops: (() => Promise<void>)[] = [];
   if (config.kafka) {
     const producer = await openLogProducer(config, logger);
@@ -44,37 +107,16 @@ runService('worker', async (config, logger) => {
       () => producer.close(),
     );
   }
-  const projector = await startProjector({
-    log,
-    read: readSide.read,
-    store,
-    logger,
-    onFatal,
-    search: { index: readSide.search, blobs: openBlobStore(config) },
-    observeLag: (model, seconds) => metrics.projectionLag.observe({ read_model: model }, seconds),
-  });
-  stops.unshift(() => projector.close());
-  // Read-your-writes: the APIs in the parent wait on the projector's watermark, and so do webhooks here.
-  const watermark = createWatermark();
-  projector.onWatermark?.((position) => {
-    watermark.advance(position);
-    parent.projected(position);
-  });
+  const { onFatal } = options;
   const proc = await processors.start(
     processorsDeps(config, logger, { store, read: readSide.read, log }, { observer: jobMetrics(metrics), onFatal }),
   );
   stops.unshift(proc.stop);
   const dispatcher = await webhooks.start(
-    dispatcherDeps(config, logger, { store, read: readSide.read, log }, { onFatal, projected: projector.onWatermark && watermark }),
+    dispatcherDeps(config, logger, { store, read: readSide.read, log }, { onFatal, projected: options.projected }),
   );
   stops.unshift(dispatcher.stop);
   metrics.watchWebhooks(dispatcher.slots);
-  const lag = watchLag(metrics, [projector, ...proc.subscriptions, ...(dispatcher.subscription ? [dispatcher.subscription] : [])]);
-  parent.ready();
-
-  return async () => {
-    lag.stop();
-    for (const stop of stops) await stop().catch((err) => logger.error({ err }, 'error while stopping'));
-    await consumers.close();
-  };
-});
+  subscriptions.push(...proc.subscriptions, ...(dispatcher.subscription ? [dispatcher.subscription] : []));
+  return stops;
+}

@@ -58,7 +58,7 @@ const TRANSCRIBING = new Set(['serve', 'processors']);
  * child (the all-in-one worker) says nothing: its parent did.
  */
 function announce(name: string, config: Config, logger: Logger): void {
-  if (name === 'worker') return;
+  if (name === 'worker' || name.startsWith('worker ')) return;
   logger.info({ config: effectiveConfig(config) }, `${name} started`);
   if (TRANSCRIBING.has(name) && config.transcriber.kind === 'none') {
     logger.warn(

@@ -26,6 +26,11 @@ export interface Supervised {
    * their next poll of the store (sent once per turn of the event loop however many appends).
    */
   appended(): void;
+  /**
+   * Tells the child where the projector (in another child) has got to, so that what it serves
+   * (webhooks) waits on it too: the newest position, once per turn of the event loop.
+   */
+  projected(position: bigint): void;
   /** How many times the child was started (1 after the first start). */
   starts(): number;
   pid(): number | undefined;
@@ -35,6 +40,10 @@ export interface Supervised {
 
 export function supervise(options: {
   modulePath: string;
+  /** Arguments of the child (its part, e.g. `projector`), so `ps` tells the children apart. */
+  args?: string[];
+  /** What logs call the child. */
+  name?: string;
   env: NodeJS.ProcessEnv;
   logger: Logger;
   execArgv?: string[];
@@ -43,7 +52,7 @@ export function supervise(options: {
   minRestartDelayMs?: number;
   maxRestartDelayMs?: number;
 }): Supervised {
-  const log = options.logger.child({ component: 'supervisor' });
+  const log = options.logger.child({ component: 'supervisor', ...(options.name ? { child: options.name } : {}) });
   const minDelay = options.minRestartDelayMs ?? 250;
   const maxDelay = options.maxRestartDelayMs ?? 10_000;
   let child: ChildProcess | null = null;
@@ -54,11 +63,16 @@ export function supervise(options: {
   let restartTimer: NodeJS.Timeout | null = null;
   const pending = new Map<string, (data: unknown) => void>();
   let tellAppended = false;
+  let unsentProjected: bigint | null = null;
 
   const start = () => {
     starts++;
     const startedAt = Date.now();
-    const c = fork(options.modulePath, [], { env: options.env, execArgv: options.execArgv ?? process.execArgv, stdio: 'inherit' });
+    const c = fork(options.modulePath, options.args ?? [], {
+      env: options.env,
+      execArgv: options.execArgv ?? process.execArgv,
+      stdio: 'inherit',
+    });
     child = c;
     isReady = false;
     c.on('message', (m: ChildMessage) => {
@@ -88,6 +102,16 @@ export function supervise(options: {
     ready: () => isReady && child !== null,
     starts: () => starts,
     pid: () => child?.pid,
+    projected(position) {
+      if (unsentProjected === null) {
+        setImmediate(() => {
+          const sent = unsentProjected;
+          unsentProjected = null;
+          if (sent !== null && child?.connected) child.send({ type: 'projected', position: String(sent) }, () => undefined);
+        });
+      }
+      unsentProjected = position;
+    },
     appended() {
       if (tellAppended) return;
       tellAppended = true;
@@ -124,10 +148,17 @@ export function supervise(options: {
  * The child's side: answers the parent's requests, and stops (through `onOrphaned`) when the
  * parent is gone, so a killed parent never leaves job work running on its own.
  */
-export function serveParent(handlers: { answer(question: string): Promise<unknown>; onOrphaned(): void; onAppended?(): void }) {
+export function serveParent(handlers: {
+  answer(question: string): Promise<unknown>;
+  onOrphaned(): void;
+  onAppended?(): void;
+  /** The projector, in another child, moved its watermark (see `Supervised.projected`). */
+  onProjected?(position: bigint): void;
+}) {
   if (!process.send) return { ready: () => undefined, fatal: () => undefined, projected: () => undefined };
-  process.on('message', (m: { type?: string; id?: string; question?: string }) => {
+  process.on('message', (m: { type?: string; id?: string; question?: string; position?: string }) => {
     if (m?.type === 'appended') return handlers.onAppended?.();
+    if (m?.type === 'projected' && m.position !== undefined) return handlers.onProjected?.(BigInt(m.position));
     if (m?.type !== 'request' || !m.id) return;
     handlers.answer(m.question ?? '').then(
       (data) => process.send?.({ type: 'reply', id: m.id, data }),

@@ -55,15 +55,22 @@ export function watchLag(metrics: Metrics, subscriptions: readonly LogSubscripti
 }
 
 /**
- * The metrics `GET /metrics` serves in the all-in-one mode: this process's, plus those the
- * worker process reports over IPC (jobs, lag, dead letters), merged by prom-client's aggregator.
+ * The metrics `GET /metrics` serves in the all-in-one mode: this process's, plus those each
+ * worker process reports over IPC (jobs, lag, dead letters), merged by prom-client's aggregator
+ * (counters and histograms summed, as across cluster workers). A child that does not answer is
+ * left out.
  */
-export function withChildMetrics(own: Metrics, child: () => Promise<unknown>): Pick<Metrics, 'registry' | 'httpRequestDuration'> {
+export function withChildMetrics(
+  own: Metrics,
+  children: () => Promise<readonly unknown[]>,
+): Pick<Metrics, 'registry' | 'httpRequestDuration'> {
   class Combined extends Registry {
     override async metrics(): Promise<string> {
-      const theirs = (await child().catch(() => null)) as MetricObjectWithValues<MetricValue<string>>[] | null;
-      if (!Array.isArray(theirs)) return own.registry.metrics();
-      return AggregatorRegistry.aggregate([await own.registry.getMetricsAsJSON(), theirs]).metrics();
+      type Series = MetricObjectWithValues<MetricValue<string>>[];
+      const theirs = (await children().catch(() => [])).filter(Array.isArray) as Series[];
+      if (theirs.length === 0) return own.registry.metrics();
+      const ours = (await own.registry.getMetricsAsJSON()) as Series;
+      return AggregatorRegistry.aggregate([ours, ...theirs]).metrics();
     }
   }
   return { registry: new Combined(), httpRequestDuration: own.httpRequestDuration };

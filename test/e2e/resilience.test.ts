@@ -25,7 +25,8 @@ describe('e2e: resilience of the all-in-one service', function () {
   const client = apiClient;
   const workerPid = (svc: ServiceProcess): number | null => {
     try {
-      const out = execFileSync('pgrep', ['-P', String(svc.child.pid)], { encoding: 'utf8' }).trim();
+      // The jobs worker, not the projector (bin/worker.ts parts).
+      const out = execFileSync('pgrep', ['-P', String(svc.child.pid), '-f', 'worker\\.[jt]s jobs'], { encoding: 'utf8' }).trim();
       return out ? Number(out.split('\n')[0]) : null;
     } catch {
       return null;

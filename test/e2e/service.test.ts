@@ -139,7 +139,10 @@ describe('e2e: the service process', function () {
       await waitFor(
         async () => {
           const now = await answers();
-          const settled = JSON.stringify(now) === JSON.stringify(before) && (now[2] as { job_state: string }).job_state === 'stopped';
+          // The view is recorded after its answer and projected a moment later: settled only once the list shows it.
+          const viewed = (now[0] as { data?: { last_viewed_at?: string }[] }).data?.[0]?.last_viewed_at !== undefined;
+          const settled =
+            JSON.stringify(now) === JSON.stringify(before) && (now[2] as { job_state: string }).job_state === 'stopped' && viewed;
           before = now;
           return settled && (now[4] as { results: unknown[] }).results.length > 0 ? true : null;
         },
