@@ -29,6 +29,16 @@ export type ProcessorsDeps = Omit<RunnerDeps, 'shutdown' | 'jobs'> &
     onFatal?: (err: Error) => void;
   };
 
+/**
+ * Queued jobs a type's consumer group holds in flight (handed to its pool, not yet ended). The
+ * pool is where fairness across drives happens, so it must see every drive's queued jobs: a job
+ * left in the log behind a window filled by one drive's backlog waits for that whole backlog
+ * (with 10,000, another drive's import waited behind 12,000 queued ones for as long as they took).
+ * A job in flight costs about a kilobyte (its queued event and a pool entry), so this bounds the
+ * engine's memory at about 100 MB per type; a deeper backlog than this delays other drives again.
+ */
+export const JOBS_IN_FLIGHT = 100_000;
+
 /** The deps with the stream handlers the engine builds once: what the runner and the job types get. */
 type EngineDeps = ProcessorsDeps & { on: ProcessorHandlers };
 
@@ -47,7 +57,7 @@ export async function start(given: ProcessorsDeps): Promise<Processors> {
   const sweeps: Promise<void>[] = [];
   for (const type of types) {
     const engine = typeEngine(deps, runner, type, pools[type.type]);
-    subscriptions.push(await deps.log.subscribe(type.group, engine.handle, { concurrency: 4, maxInFlight: 10_000, onFatal: deps.onFatal }));
+    subscriptions.push(await deps.log.subscribe(type.group, engine.handle, { concurrency: 4, maxInFlight: JOBS_IN_FLIGHT, onFatal: deps.onFatal }));
     if (type.sweep) sweeps.push(type.sweep(deps, engine.startIfReady, shutdown.signal));
   }
   const sizes = Object.fromEntries(types.map((t) => [t.type, deps.concurrency[t.pool]]));

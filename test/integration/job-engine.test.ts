@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDrive } from '../../lib/app/admin';
@@ -21,7 +23,7 @@ describe('job engine (HTTP, embedded adapters)', function () {
     const [short, long] = await Promise.all([makeTestMedia(dir, 'wav', 1), makeTestMedia(dir, 'wav', 20)]);
     media = await startMediaServer({ 'short.wav': short, 'long.wav': long });
     // Two slots: one drive may hold one of them while another drive waits.
-    h = await startHarness({ concurrency: 2 });
+    h = await startHarness({ concurrency: 2, rateLimitPerMinute: 100_000 });
   });
   after(async () => {
     await h?.close();
@@ -153,5 +155,33 @@ describe('job engine (HTTP, embedded adapters)', function () {
     const after = await accept(h.drive.token, { project_name: 'After', add_media: { 'a.wav': { url: media.url('file', 'short.wav') } } });
     assert.equal(resultOf(await h.waitForJob(after)).status, 'success');
     assert.deepEqual(await h.deadLetters.list(), [], 'an unknown type is skipped, not poison');
+  });
+
+  it("a drive's backlog of 12,000 queued imports does not hold back another drive's import", async function () {
+    // Past the 10,000 events a consumer group once kept in flight: the other drive's job sat
+    // behind the backlog in the log, never reaching the fair pool, for as long as the backlog lasted.
+    this.timeout(180_000);
+    const hanging = createServer(() => undefined); // accepts, never answers: each backlog job holds its slot
+    const sockets = new Set<import('node:net').Socket>();
+    hanging.on('connection', (s) => (sockets.add(s), s.on('close', () => sockets.delete(s))));
+    await new Promise<void>((r) => hanging.listen(0, '127.0.0.1', () => r()));
+    const port = (hanging.address() as AddressInfo).port;
+    try {
+      const flood = await createDrive(h.admin, { name: 'Flood drive' });
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 64 }, async () => {
+          for (let i = next++; i < 12_000; i = next++) {
+            await accept(flood.token, { project_name: `Backlog ${i}`, add_media: { 'a.wav': { url: `http://127.0.0.1:${port}/a.wav` } } });
+          }
+        }),
+      );
+      const mine = await accept(h.drive.token, { project_name: 'Mine', add_media: { 'a.wav': { url: media.url('file', 'short.wav') } } });
+      const job = await h.waitForJob(mine, undefined, 60_000);
+      assert.equal(resultOf(job).status, 'success');
+    } finally {
+      for (const s of sockets) s.destroy();
+      hanging.close();
+    }
   });
 });

@@ -17,11 +17,18 @@ export function lowWaterMark(start: number) {
   let committed = start;
   let slotFreed: () => void = () => undefined;
 
+  // Settled entries before `head` are dropped in chunks: shift() on a deep backlog (a job type
+  // keeps up to 100,000 in flight) moves the whole array every time.
+  let head = 0;
   const advance = () => {
     let moved = false;
-    while (inFlight.length > 0 && inFlight[0].done) {
-      committed = inFlight.shift()!.position;
+    while (head < inFlight.length && inFlight[head].done) {
+      committed = inFlight[head++].position;
       moved = true;
+    }
+    if (head > 1024 && head * 2 > inFlight.length) {
+      inFlight.splice(0, head);
+      head = 0;
     }
     if (!moved) return;
     slotFreed();
@@ -29,7 +36,7 @@ export function lowWaterMark(start: number) {
   };
   return {
     position: () => committed,
-    unsettled: () => inFlight.length,
+    unsettled: () => inFlight.length - head,
     /** Notes a dispatched event; call the function returned once it has settled. */
     track(position: number): () => void {
       const entry = { position, done: false };
