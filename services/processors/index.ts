@@ -57,7 +57,9 @@ export async function start(given: ProcessorsDeps): Promise<Processors> {
   const sweeps: Promise<void>[] = [];
   for (const type of types) {
     const engine = typeEngine(deps, runner, type, pools[type.type]);
-    subscriptions.push(await deps.log.subscribe(type.group, engine.handle, { concurrency: 4, maxInFlight: JOBS_IN_FLIGHT, onFatal: deps.onFatal }));
+    subscriptions.push(
+      await deps.log.subscribe(type.group, engine.handle, { concurrency: 4, maxInFlight: JOBS_IN_FLIGHT, onFatal: deps.onFatal }),
+    );
     if (type.sweep) sweeps.push(type.sweep(deps, engine.startIfReady, shutdown.signal));
   }
   const sizes = Object.fromEntries(types.map((t) => [t.type, deps.concurrency[t.pool]]));
