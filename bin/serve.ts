@@ -81,8 +81,19 @@ runService('serve', async (config, logger) => {
   // this process lives, so a restarted worker takes its predecessor's claims over at once.
   const workerEnv = { ...process.env, WORKER_ID: config.workerId ?? `${hostname()}:serve:${process.pid}` };
   const modulePath = join(__dirname, `worker${__filename.endsWith('.ts') ? '.ts' : '.js'}`);
-  const jobs = supervise({ modulePath, args: ['jobs'], name: 'jobs', env: workerEnv, logger });
-  const projector = supervise({
+  // Job work's appends wake the projector at once (it would see them at its next poll of the store).
+  // Job work runs at a lower priority (nice 10): when the cores are busy, accepting and reading
+  // (this process) and projecting (the reads wait on it) go first, and imports take what is left.
+  const jobs = supervise({
+    modulePath,
+    args: ['jobs'],
+    name: 'jobs',
+    env: workerEnv,
+    logger,
+    nice: JOBS_NICE,
+    onAppended: () => projector.appended(),
+  });
+  const projector: Supervised = supervise({
     modulePath,
     args: ['projector'],
     name: 'projector',
@@ -113,6 +124,8 @@ function projectedSoFar(store: EventStore | SqliteEventStore): bigint | null {
   const saved = store.loadCheckpoint(PROJECTIONS_GROUP);
   return saved === null ? null : BigInt(saved);
 }
+
+const JOBS_NICE = 10;
 
 type Workers = { appended(): void; down(): string[]; metrics(): Promise<unknown[]>; stop(): Promise<void> };
 

@@ -1,6 +1,6 @@
 import { openConsumerSide } from '../lib/adapters/consumer-side';
 import type { Logger } from 'pino';
-import { createWatermark, type Watermark } from '../lib/app/consistency';
+import { createWatermark, trackAppends, type Watermark } from '../lib/app/consistency';
 import type { Config } from '../lib/config';
 import type { LogSubscription } from '../lib/ports/event-log';
 import { openLogProducer } from '../lib/adapters/from-config';
@@ -71,9 +71,10 @@ runService(part === 'all' ? 'worker' : `worker ${part}`, async (config, logger) 
     });
   }
   if (part !== 'projector') {
-    stops.unshift(
-      ...(await startJobs(config, logger, metrics, consumers, { onFatal, projected: watermarked ? watermark : undefined }, subscriptions)),
-    );
+    // What job work appends wakes the projector when it runs in another process (through serve).
+    const writer = part === 'jobs' ? trackAppends(consumers.store, parent.appended) : consumers.store;
+    const options = { onFatal, projected: watermarked ? watermark : undefined };
+    stops.unshift(...(await startJobs(config, logger, metrics, { ...consumers, store: writer }, options, subscriptions)));
   }
   const lag = watchLag(metrics, subscriptions);
   parent.ready();

@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { setPriority } from 'node:os';
 import type { Logger } from 'pino';
 
 /**
@@ -14,7 +15,9 @@ export type ChildMessage =
   | { type: 'reply'; id: string; data: unknown }
   | { type: 'fatal'; message: string }
   /** The projector's watermark moved (a `$all` position as a decimal string): read-your-writes waits on it. */
-  | { type: 'projected'; position: string };
+  | { type: 'projected'; position: string }
+  /** The child appended events: the parent wakes its other children's consumers (`onAppended`). */
+  | { type: 'appended' };
 
 export interface Supervised {
   /** True while a child is running and has said it is ready. */
@@ -44,11 +47,18 @@ export function supervise(options: {
   args?: string[];
   /** What logs call the child. */
   name?: string;
+  /**
+   * The child's scheduling priority (`nice`, 0 to 19): background work yields the CPU to the
+   * APIs when both want it. Its own children (ffprobe, ffmpeg) inherit it.
+   */
+  nice?: number;
   env: NodeJS.ProcessEnv;
   logger: Logger;
   execArgv?: string[];
   /** Told each time the child's projector moves its watermark. */
   onProjected?: (position: bigint) => void;
+  /** Told when the child appended events (at most once per turn of its event loop). */
+  onAppended?: () => void;
   minRestartDelayMs?: number;
   maxRestartDelayMs?: number;
 }): Supervised {
@@ -75,11 +85,19 @@ export function supervise(options: {
     });
     child = c;
     isReady = false;
+    if (options.nice && c.pid !== undefined) {
+      try {
+        setPriority(c.pid, options.nice);
+      } catch (err) {
+        log.warn({ err, nice: options.nice }, 'could not lower the worker process priority');
+      }
+    }
     c.on('message', (m: ChildMessage) => {
       if (m?.type === 'ready') {
         isReady = true;
         log.info({ pid: c.pid, starts }, 'worker ready');
       } else if (m?.type === 'projected') options.onProjected?.(BigInt(m.position));
+      else if (m?.type === 'appended') options.onAppended?.();
       else if (m?.type === 'reply') pending.get(m.id)?.(m.data);
       else if (m?.type === 'fatal') log.error({ pid: c.pid, reason: m.message }, 'worker reports it cannot go on');
     });
@@ -155,7 +173,7 @@ export function serveParent(handlers: {
   /** The projector, in another child, moved its watermark (see `Supervised.projected`). */
   onProjected?(position: bigint): void;
 }) {
-  if (!process.send) return { ready: () => undefined, fatal: () => undefined, projected: () => undefined };
+  if (!process.send) return { ready: () => undefined, fatal: () => undefined, projected: () => undefined, appended: () => undefined };
   process.on('message', (m: { type?: string; id?: string; question?: string; position?: string }) => {
     if (m?.type === 'appended') return handlers.onAppended?.();
     if (m?.type === 'projected' && m.position !== undefined) return handlers.onProjected?.(BigInt(m.position));
@@ -173,8 +191,18 @@ export function serveParent(handlers: {
     unsent = null;
     if (position !== null && process.connected) process.send?.({ type: 'projected', position: String(position) });
   };
+  let tellAppended = false;
   return {
     ready: () => void process.send?.({ type: 'ready' }),
+    /** Events were appended here: the parent wakes the other children's consumers (once per turn of the event loop). */
+    appended() {
+      if (tellAppended) return;
+      tellAppended = true;
+      setImmediate(() => {
+        tellAppended = false;
+        if (process.connected) process.send?.({ type: 'appended' });
+      });
+    },
     fatal: (message: string) => void process.send?.({ type: 'fatal', message }),
     projected(position: bigint) {
       if (unsent === null) setImmediate(sendProjected);
