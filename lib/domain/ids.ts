@@ -20,8 +20,23 @@ const COMPOSITION_NAMESPACE = '5b0f2f55-6c1e-4f0e-9a43-0e4b1c2d7a10';
  * short id is free in the project). Name-based, so a retried job proposes the same ids and the
  * command API can tell a job's `project_url` before its compositions exist.
  */
-export const compositionCandidates = (origin: string): string[] =>
-  Array.from({ length: 16 }, (_, n) => uuidv5(`${origin}#${n}`, COMPOSITION_NAMESPACE));
+export const compositionCandidates = (origin: string): string[] => Array.from({ length: CANDIDATES }, (_, n) => candidate(origin, n));
+
+const CANDIDATES = 16;
+const candidate = (origin: string, n: number): string => uuidv5(`${origin}#${n}`, COMPOSITION_NAMESPACE);
+
+/**
+ * The short id of the first of `origin`'s candidates not in `taken`, as `AddComposition` will
+ * choose; made one at a time (the first is free but in a project of thousands of compositions,
+ * and each costs a SHA-1: all 16 up front were 140 µs of every accepted import).
+ */
+export function firstFreeShortId(origin: string, taken: ReadonlySet<string>): string | undefined {
+  for (let n = 0; n < CANDIDATES; n++) {
+    const shortId = shortIdOf(candidate(origin, n));
+    if (!taken.has(shortId)) return shortId;
+  }
+  return undefined;
+}
 
 /** The origins of an import's compositions: its placeholder, and the i-th composition the request asked for. */
 export const compositionOrigin = (jobId: string, index: number | 'placeholder'): string => `${jobId}#${index}`;

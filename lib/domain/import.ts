@@ -2,7 +2,7 @@
  * The import job's request and result as domain types (STYLE §13): what the command API stores
  * on `JobQueued` and what the processor records on `JobStopped`.
  */
-import { compositionCandidates, compositionOrigin, shortIdOf } from './ids';
+import { compositionOrigin, firstFreeShortId } from './ids';
 
 /**
  * A file the service fetches. `retry_until_found`: the file was written just before the import
@@ -100,9 +100,7 @@ export type ImportResult = {
 export function shownShortId(jobId: string, plan: ImportPlan, takenShortIds: ReadonlySet<string> | null): string | undefined {
   const taken = new Set(takenShortIds ?? []);
   const take = (origin: string) => {
-    const free = compositionCandidates(origin)
-      .map(shortIdOf)
-      .find((id) => !taken.has(id));
+    const free = firstFreeShortId(origin, taken);
     if (free !== undefined) taken.add(free);
     return free;
   };
