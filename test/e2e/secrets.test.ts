@@ -2,12 +2,11 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { Webhook } from 'standardwebhooks';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
 import { admin, apiClient, buildOnce, startService, type ServiceProcess } from '../fixtures/service-process';
 import { waitFor } from '../fixtures/wait';
-import { startWebhookReceiver } from '../fixtures/webhook-receiver';
+import { signedWith, startWebhookReceiver } from '../fixtures/webhook-receiver';
 
 /**
  * Secrets at rest, as `npm start` and the admin CLI leave them: DATA_DIR and everything in it is
@@ -64,14 +63,7 @@ describe('e2e: secrets at rest in DATA_DIR', function () {
     assert.equal(res.status, 201, await res.text());
     return waitFor(() => receiver.received.find((r) => r.path === path), { timeoutMs: 30_000, what: `the delivery to ${path}` });
   }
-  const verifies = (secret: string, request: { body: Buffer; headers: Record<string, unknown> }) => {
-    try {
-      new Webhook(secret).verify(request.body.toString(), request.headers as Record<string, string>);
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  const verifies = signedWith;
 
   it('keeps DATA_DIR 0700 and its files 0600, with no webhook secret in the event store or its WAL', async () => {
     const dataDir = join(mkdtempSync(join(tmpdir(), 'e2e-secrets-')), 'data');
