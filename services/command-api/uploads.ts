@@ -345,7 +345,12 @@ function requestBody(req: IncomingMessage, skip: number, options: { onBytes: (n:
     if (!req.complete) body.destroy(invalidInput('the request body was cut off before it ended'));
   };
   req.once('aborted', cut).on('error', cut).once('close', cut);
+  // The deadline is the client's: once every byte has arrived it is met, whoever reads the body.
+  req.once('end', () => clearTimeout(idle));
   body.once('close', () => clearTimeout(idle));
+  // A body the route never read (a refusal answered before it) has no consumer to take its
+  // error: without a listener of its own, a cut would be an uncaught exception, and end the process.
+  body.on('error', () => undefined);
   req.pipe(body);
   return body;
 }

@@ -525,6 +525,21 @@ describe('Direct uploads: PUT /v1/uploads/:asset_id (signed, resumable)', functi
       assert.equal(await stored(u.key), sha256(file));
     });
 
+    it('lets the idle deadline of a body it never read pass without an uncaught error (a second PUT while one is receiving)', async () => {
+      const file = randomBytes(MB);
+      const u = newUpload(file.length, {}, idle.base);
+      const first = hold(u.url, { ...OCTETS, 'Content-Length': file.length }, file.subarray(0, 1000));
+      await waitFor(() => stagedBytes(u.asset_id) === 1000, { what: 'the first PUT to be receiving' });
+      // The store refuses the second while the first appends, before reading its body.
+      const second = hold(u.url, { ...OCTETS, 'Content-Length': file.length }, file.subarray(0, 512 * 1024));
+      const refused = await within(second.answer, 15_000, 'answer to the second PUT');
+      assert.equal(refused.status, 409, JSON.stringify(refused.body));
+      // Past the 1 s deadline: its destroy with no listener was an uncaught exception (mocha fails this test then).
+      await new Promise((r) => setTimeout(r, 2500));
+      first.destroy();
+      second.destroy();
+    });
+
     it('receives at most 2 PUTs of one drive (429 with Retry-After) and 3 in all (503 with Retry-After), other drives going on', async () => {
       const drive = randomUUID();
       const [a1, a2, a3] = [0, 1, 2].map(() => newUpload(1000, { drive_id: drive }, tight.base));
