@@ -19,6 +19,23 @@ describe('Kafka offsets: the low-water mark of settled messages', () => {
     assert.equal(t.inFlight(), 0);
   });
 
+  it('keeps the mark right across a deep backlog settled in waves (entries dropped in chunks)', () => {
+    const offsets = Array.from({ length: 5000 }, (_, i) => 100 + i);
+    const t = given({ 0: offsets });
+    settle(t, 0, ...offsets.slice(0, 3000).filter((o) => o !== 2100)); // one long job among them
+    assert.deepEqual(t.due(), [{ partition: 0, offset: '2100' }]);
+    assert.equal(t.inFlight(), 2001);
+    assert.equal(t.retainOnly([0]), 0);
+    settle(t, 0, 2100);
+    assert.deepEqual(t.due(), [{ partition: 0, offset: '3100' }]);
+    settle(t, 0, ...offsets.slice(3000));
+    assert.deepEqual(t.due(), [{ partition: 0, offset: '5100' }]);
+    assert.equal(t.inFlight(), 0);
+    t.take(0, '5100');
+    assert.equal(t.lowWater(0), 5100n);
+    assert.equal(t.retainOnly([]), 1, 'one unsettled message was in flight on the partition given up');
+  });
+
   it('does not commit past a message that has not settled, however many after it have', () => {
     const t = given({ 0: [10, 11, 12, 13] });
     settle(t, 0, 10, 12, 13); // 11 is a long job

@@ -12,8 +12,13 @@ export type PartitionOffset = { readonly partition: number; readonly offset: str
 type Entry = { readonly offset: bigint; settled: boolean };
 
 type PartitionState = {
-  /** Taken on, in offset order; settled entries at the front are trimmed as the mark moves. */
+  /**
+   * Taken on, in offset order, from `head` on: settled entries at the front are passed as the mark
+   * moves and dropped in chunks (a job type keeps up to 100,000 in flight: a `shift()` per
+   * settlement moved the whole array each time).
+   */
   readonly entries: Entry[];
+  head: number;
   readonly byOffset: Map<bigint, Entry>;
   /** One past the last message taken on. */
   next: bigint;
@@ -52,21 +57,24 @@ export function createOffsetTracker(): OffsetTracker {
   const stateOf = (partition: number): PartitionState => {
     let state = partitions.get(partition);
     if (!state) {
-      state = { entries: [], byOffset: new Map(), next: -1n, committed: null, highWatermark: null };
+      state = { entries: [], head: 0, byOffset: new Map(), next: -1n, committed: null, highWatermark: null };
       partitions.set(partition, state);
     }
     return state;
   };
 
-  const lowWater = (state: PartitionState): bigint => (state.entries.length > 0 ? state.entries[0].offset : state.next);
+  const lowWater = (state: PartitionState): bigint => (state.head < state.entries.length ? state.entries[state.head].offset : state.next);
 
   const trim = (state: PartitionState) => {
-    while (state.entries.length > 0 && state.entries[0].settled) {
-      state.byOffset.delete(state.entries.shift()!.offset);
+    const { entries } = state;
+    while (state.head < entries.length && entries[state.head].settled) state.byOffset.delete(entries[state.head++].offset);
+    if (state.head > 1024 && state.head * 2 > entries.length) {
+      entries.splice(0, state.head);
+      state.head = 0;
     }
   };
 
-  const unsettled = (state: PartitionState) => state.entries.filter((e) => !e.settled).length;
+  const unsettled = (state: PartitionState) => state.entries.slice(state.head).filter((e) => !e.settled).length;
 
   return {
     isTaken(partition, offset) {
