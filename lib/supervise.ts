@@ -72,8 +72,11 @@ export function supervise(options: {
   let delay = minDelay;
   let restartTimer: NodeJS.Timeout | null = null;
   const pending = new Map<string, (data: unknown) => void>();
-  let tellAppended = false;
-  let unsentProjected: bigint | null = null;
+  // Over the IPC channel at most once per turn of the event loop, the newest value then.
+  const sendAppended = latestPerTurn(() => child?.connected && child.send({ type: 'appended' }, () => undefined));
+  const sendProjected = latestPerTurn(
+    (position: bigint) => child?.connected && child.send({ type: 'projected', position: String(position) }, () => undefined),
+  );
 
   const start = () => {
     starts++;
@@ -120,24 +123,8 @@ export function supervise(options: {
     ready: () => isReady && child !== null,
     starts: () => starts,
     pid: () => child?.pid,
-    projected(position) {
-      if (unsentProjected === null) {
-        setImmediate(() => {
-          const sent = unsentProjected;
-          unsentProjected = null;
-          if (sent !== null && child?.connected) child.send({ type: 'projected', position: String(sent) }, () => undefined);
-        });
-      }
-      unsentProjected = position;
-    },
-    appended() {
-      if (tellAppended) return;
-      tellAppended = true;
-      setImmediate(() => {
-        tellAppended = false;
-        if (child?.connected) child.send({ type: 'appended' }, () => undefined);
-      });
-    },
+    projected: sendProjected,
+    appended: () => sendAppended(undefined),
     request(question, timeoutMs = 2000) {
       const c = child;
       if (!c || !isReady || !c.connected) return Promise.reject(new Error('the worker process is not running'));
@@ -184,29 +171,34 @@ export function serveParent(handlers: {
     );
   });
   process.on('disconnect', handlers.onOrphaned);
-  // The newest watermark, sent once per turn of the event loop however often it moved in it.
-  let unsent: bigint | null = null;
-  const sendProjected = () => {
-    const position = unsent;
-    unsent = null;
-    if (position !== null && process.connected) process.send?.({ type: 'projected', position: String(position) });
-  };
-  let tellAppended = false;
+  // The newest watermark, and that events were appended here, each once per turn of the event loop.
+  const sendProjected = latestPerTurn(
+    (position: bigint) => process.connected && process.send?.({ type: 'projected', position: String(position) }),
+  );
+  const sendAppended = latestPerTurn(() => process.connected && process.send?.({ type: 'appended' }));
   return {
     ready: () => void process.send?.({ type: 'ready' }),
-    /** Events were appended here: the parent wakes the other children's consumers (once per turn of the event loop). */
-    appended() {
-      if (tellAppended) return;
-      tellAppended = true;
-      setImmediate(() => {
-        tellAppended = false;
-        if (process.connected) process.send?.({ type: 'appended' });
-      });
-    },
+    /** Events were appended here: the parent wakes the other children's consumers. */
+    appended: () => sendAppended(undefined),
     fatal: (message: string) => void process.send?.({ type: 'fatal', message }),
-    projected(position: bigint) {
-      if (unsent === null) setImmediate(sendProjected);
-      unsent = position;
-    },
+    projected: sendProjected,
+  };
+}
+
+/**
+ * `send`, called at most once per turn of the event loop with the newest value given in it: a
+ * watermark that moved a thousand times in one turn is one message.
+ */
+function latestPerTurn<T>(send: (value: T) => unknown): (value: T) => void {
+  let pending: { value: T } | null = null;
+  return (value) => {
+    if (pending === null) {
+      setImmediate(() => {
+        const { value: newest } = pending!;
+        pending = null;
+        send(newest);
+      });
+    }
+    pending = { value };
   };
 }
