@@ -2,6 +2,7 @@ import { commandHandler, type HandlerOf } from '../../lib/app/command-handler';
 import { driveDecider } from '../../lib/domain/tenancy';
 import type { Principal } from '../../lib/app/tenancy';
 import { forbidden, invalidInput } from '../../lib/domain/errors';
+import { normalHost } from '../../lib/domain/host-names';
 import { streams } from '../../lib/domain/ids';
 import { IMPORT_LINK_TTL_MS, importLinkDecider, type ImportLinkFile } from '../../lib/domain/import-link';
 import type { LaneRoute } from '../../lib/http/express-lane';
@@ -119,10 +120,3 @@ function hostOf(uri: string): string | null {
     return null;
   }
 }
-
-const normalHost = (host: string): string =>
-  host
-    .trim()
-    .toLowerCase()
-    .replace(/^\[(.*)\]$/, '$1')
-    .replace(/\.$/, '');

@@ -5,14 +5,7 @@ import { acceptedBody } from './outbound/body-stream';
 import { fetchHop, parseUrl, type Outgoing, type Settings } from './outbound/exchange';
 import { post } from './outbound/post';
 
-export {
-  isAddressAllowed,
-  literalRefusal,
-  normalHost,
-  parseAllowlist,
-  parseHostAllowList,
-  type ParsedAllowlist,
-} from './outbound/allowlist';
+export { isAddressAllowed, literalRefusal, parseAllowlist, parseHostAllowList, type ParsedAllowlist } from './outbound/allowlist';
 export { OutboundError, type OutboundErrorReason } from '../../domain/errors';
 
 /**

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { normalHost } from '../../../domain/host-names';
 
 /**
  * The address guard's rules: which hosts and addresses an outbound fetch may reach. Public unicast
@@ -21,17 +22,6 @@ export interface ParsedAllowlist {
 const HOST_NAME = /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 // Listed apart from their ranges so that allow-listing a whole link-local or ULA range does not expose them.
 const METADATA_ADDRESSES = new Set(['169.254.169.254', 'fd00:ec2::254']);
-
-/**
- * A host name as the guard compares it: lower-case, without IPv6 brackets or the trailing dot of
- * a fully qualified name (`localhost.` is `localhost`, and must be refused as it is).
- */
-export const normalHost = (host: string): string =>
-  host
-    .trim()
-    .toLowerCase()
-    .replace(/^\[(.*)\]$/, '$1')
-    .replace(/\.$/, '');
 
 /** Parses OUTBOUND_ALLOWLIST entries: host names (`*.` for subdomains), IP addresses or CIDRs. */
 export function parseAllowlist(entries: string[]): ParsedAllowlist {

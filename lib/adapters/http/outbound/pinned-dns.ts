@@ -2,15 +2,8 @@ import type { LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import { OutboundError } from '../../../domain/errors';
-import {
-  isAddressAllowed,
-  isHostAllowed,
-  isLoopbackName,
-  loopbackListed,
-  normalHost,
-  UNLESS_LISTED,
-  type ParsedAllowlist,
-} from './allowlist';
+import { normalHost } from '../../../domain/host-names';
+import { isAddressAllowed, isHostAllowed, isLoopbackName, loopbackListed, UNLESS_LISTED, type ParsedAllowlist } from './allowlist';
 import { abortReason, type Action } from './errors';
 
 /**
