@@ -1,7 +1,7 @@
 import { randomIds, systemClock } from '../lib/adapters/system/clock';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { openEventStore, openMedia, openReadStore } from '../lib/adapters/from-config';
+import { eventsWriterSocketPath, openEventStore, openMedia, openReadStore } from '../lib/adapters/from-config';
 import type { SqliteEventStore } from '../lib/adapters/embedded/event-store';
 import { createSessionPositions, createWatermark, readYourWrites, trackAppends } from '../lib/app/consistency';
 import type { EventStore } from '../lib/ports/event-store';
@@ -30,7 +30,11 @@ runService('serve', async (config, logger) => {
   // Checked here too, so a transcriber that cannot run stops start-up rather than the worker's restarts.
   openMedia(config);
   const metrics = createMetrics();
-  const store = openEventStore(config);
+  // Embedded, this process's writer thread is the events file's one writer: the workers send it
+  // their batches (lib/adapters/embedded/event-writer-socket.ts) rather than wait on its lock.
+  const writerSocket = config.esdbUrl ? undefined : eventsWriterSocketPath(config);
+  const store = openEventStore(config, { serveWriters: writerSocket });
+  if ('writersListening' in store) await store.writersListening();
   // Read-your-writes (lib/app/consistency.ts): the worker's projector reports its watermark; the
   // query API waits on it for a token's writes and a final job's effects. With Kafka the
   // projector learns it from the marks the relay writes (lib/adapters/kafka/marks.ts): its one
@@ -79,7 +83,11 @@ runService('serve', async (config, logger) => {
   // Two children (bin/worker.ts): the projector, on its own so that reads after a write do not
   // wait behind job work, and the jobs (processors, webhooks, the relay). Both stable-named while
   // this process lives, so a restarted worker takes its predecessor's claims over at once.
-  const workerEnv = { ...process.env, WORKER_ID: config.workerId ?? `${hostname()}:serve:${process.pid}` };
+  const workerEnv = {
+    ...process.env,
+    WORKER_ID: config.workerId ?? `${hostname()}:serve:${process.pid}`,
+    ...(writerSocket ? { EVENTS_WRITER_SOCKET: writerSocket } : {}),
+  };
   const modulePath = join(__dirname, `worker${__filename.endsWith('.ts') ? '.ts' : '.js'}`);
   // Job work's appends wake the projector at once (it would see them at its next poll of the store).
   // Job work runs at a lower priority (nice 10): when the cores are busy, accepting and reading

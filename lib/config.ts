@@ -114,6 +114,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       AGENT_CONCURRENCY: positiveInt({ default: 4 }),
       PUBLISH_CONCURRENCY: positiveInt({ default: 1 }),
       WORKER_ID: str({ default: undefined }),
+      // Set by `serve` for its workers: the Unix socket of the events file's one writer.
+      EVENTS_WRITER_SOCKET: str({ default: undefined }),
     },
     {
       reporter: ({ errors }) => {
@@ -183,6 +185,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       publish: raw.PUBLISH_CONCURRENCY,
     },
     workerId: raw.WORKER_ID,
+    eventsWriterSocket: raw.EVENTS_WRITER_SOCKET,
   };
 }
 

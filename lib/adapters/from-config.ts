@@ -1,6 +1,7 @@
 import type { MongoClient } from 'mongodb';
 import { randomBytes } from 'node:crypto';
-import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdtempSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterMongo, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -35,10 +36,28 @@ import { createTranscriber } from './transcriber/from-config';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const distributed = (): typeof import('./distributed') => require('./distributed');
 
-export function openEventStore(config: Config): EventStore | SqliteEventStore {
+/**
+ * The event store. Embedded, the file has one writer: the process given `serveWriters` (a Unix
+ * socket path) commits for the processes that name it in EVENTS_WRITER_SOCKET (`serve` and its
+ * workers); a process with neither (the admin CLI) writes itself.
+ */
+export function openEventStore(config: Config, options: { serveWriters?: string } = {}): EventStore | SqliteEventStore {
   if (config.esdbUrl) return distributed().esdbEventStore(config.esdbUrl);
   makePrivateDir(config.dataDir);
-  return createSqliteEventStore({ path: join(config.dataDir, 'events.sqlite') });
+  return createSqliteEventStore({
+    path: join(config.dataDir, 'events.sqlite'),
+    ...(options.serveWriters ? { serveWriters: options.serveWriters } : {}),
+    ...(config.eventsWriterSocket && !options.serveWriters ? { writerSocket: config.eventsWriterSocket } : {}),
+  });
+}
+
+/**
+ * Where the events file's writer listens for other processes: in DATA_DIR (0700) unless that
+ * path is too long for a Unix socket (108 bytes on Linux), then in a private temporary folder.
+ */
+export function eventsWriterSocketPath(config: Config): string {
+  const inDataDir = join(config.dataDir, 'events.sock');
+  return Buffer.byteLength(inDataDir) <= 100 ? inDataDir : join(mkdtempSync(join(tmpdir(), 'mps-')), 'events.sock');
 }
 
 const isSqlite = (store: EventStore): store is SqliteEventStore => 'loadCheckpoint' in store;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -17,6 +17,22 @@ describeEventStoreContract('embedded (SQLite file)', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'es-'));
   const store = createSqliteEventStore({ path: join(dir, 'events.sqlite') });
   return { store, cleanup: async () => (await store.close(), rmSync(dir, { recursive: true, force: true })) };
+});
+
+describeEventStoreContract("embedded (SQLite file), appending through the file's one writer in another store", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'es-'));
+  const path = join(dir, 'events.sqlite');
+  const owner = createSqliteEventStore({ path, serveWriters: join(dir, 'events.sock') });
+  await owner.writersListening();
+  const store = createSqliteEventStore({ path, writerSocket: join(dir, 'events.sock') });
+  return {
+    store,
+    cleanup: async () => {
+      await store.close();
+      await owner.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 });
 
 describeEventStoreContract(
@@ -89,6 +105,116 @@ describe('embedded EventStore: the same file from another process', () => {
       const all = await store.readAll(null, 100_000);
       assert.equal(all.length, rounds * 200 + 10 * 20);
       assert.equal(new Set(all.map((e) => e.position)).size, all.length);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('embedded EventStore: one writer per file, other processes append through its socket', function () {
+  this.timeout(60_000);
+  const root = join(__dirname, '..', '..');
+  const childAppends = (path: string, socket: string, rounds: number) => `
+    const { randomUUID } = require('crypto');
+    const { createSqliteEventStore } = require('./lib/adapters/embedded/event-store');
+    const s = createSqliteEventStore({ path: ${JSON.stringify(path)}, writerSocket: ${JSON.stringify(socket)} });
+    (async () => {
+      for (let round = 0; round < ${rounds}; round++) {
+        const results = await Promise.all(Array.from({ length: 20 }, (_, i) =>
+          s.append('child-' + round + '-' + i, [{ id: randomUUID(), type: 'T', data: {}, metadata: { partition_key: 'child' } }], 'no_stream')));
+        if (!results.every((r) => r.ok)) throw new Error('a child append failed');
+      }
+      s.saveCheckpoint('child-group', 42);
+      await s.close();
+    })().catch((err) => { console.error(err); process.exit(1); });`;
+
+  it("commits a child process's batches beside its own, in one order, and saves the child's checkpoint", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'es-'));
+    const path = join(dir, 'events.sqlite');
+    const socket = join(dir, 'events.sock');
+    const store = createSqliteEventStore({ path, serveWriters: socket });
+    try {
+      await store.writersListening();
+      assert.equal(statSync(socket).mode & 0o777, 0o600, 'only the service user may append');
+      let childDone = false;
+      const child = run(process.execPath, ['--require', 'tsx/cjs', '-e', childAppends(path, socket, 10)], { cwd: root }).finally(
+        () => (childDone = true),
+      );
+      let rounds = 0;
+      for (; !childDone || rounds < 5; rounds++) {
+        const results = await Promise.all(
+          Array.from({ length: 200 }, (_, i) =>
+            store.append(
+              `parent-${rounds}-${i}`,
+              [{ id: randomUUID(), type: 'T', data: {}, metadata: { partition_key: 'p' } }],
+              'no_stream',
+            ),
+          ),
+        );
+        results.forEach((r) => assert.equal(r.ok, true));
+      }
+      await child;
+      const all = await store.readAll(null, 100_000);
+      assert.equal(all.length, rounds * 200 + 10 * 20);
+      assert.deepEqual(
+        all.map((e) => Number(e.position)),
+        [...all.map((e) => Number(e.position))].sort((a, b) => a - b),
+      );
+      assert.equal(store.loadCheckpoint('child-group'), 42);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('lets a child that starts first wait for the writer to listen, and decides expected revisions across processes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'es-'));
+    const path = join(dir, 'events.sqlite');
+    const socket = join(dir, 'events.sock');
+    createSqliteEventStore({ path }).close(); // the file exists; its writer is not up yet
+    const child = run(process.execPath, ['--require', 'tsx/cjs', '-e', childAppends(path, socket, 2)], { cwd: root });
+    await new Promise((r) => setTimeout(r, 300));
+    const store = createSqliteEventStore({ path, serveWriters: socket });
+    try {
+      await child;
+      // The child's streams exist: the same expectation from here conflicts, decided by the one writer.
+      const again = await store.append(
+        'child-0-0',
+        [{ id: randomUUID(), type: 'T', data: {}, metadata: { partition_key: 'c' } }],
+        'no_stream',
+      );
+      assert.deepEqual(again, { ok: false, conflict: { expected: 'no_stream', actual: 0 } });
+      assert.equal((await store.readAll(null, 1000)).length, 40);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('answers every batch in flight when the writer goes away: committed, or failed, never left waiting', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'es-'));
+    const path = join(dir, 'events.sqlite');
+    const socket = join(dir, 'events.sock');
+    const owner = createSqliteEventStore({ path, serveWriters: socket });
+    await owner.writersListening();
+    const store = createSqliteEventStore({ path, writerSocket: socket });
+    try {
+      await store.append('warm', [{ id: randomUUID(), type: 'T', data: {}, metadata: { partition_key: 'w' } }], 'no_stream');
+      const appends = Array.from({ length: 300 }, (_, i) =>
+        store.append(`s-${i}`, [{ id: randomUUID(), type: 'T', data: {}, metadata: { partition_key: 'w' } }], 'no_stream'),
+      );
+      const settling = Promise.allSettled(appends);
+      await owner.close();
+      const settled = await settling;
+      const made = settled.filter((o) => o.status === 'fulfilled' && o.value.ok).length;
+      const failed = settled.filter((o) => o.status === 'rejected').length;
+      assert.equal(made + failed, 300, 'each append either made or failed');
+      console.log(`      ${made} made, ${failed} failed as the writer closed`);
+      // What was answered as made is there; nothing else is.
+      const reopened = createSqliteEventStore({ path });
+      assert.equal((await reopened.readAll(null, 1000)).length - 1 >= made, true);
+      await reopened.close();
     } finally {
       await store.close();
       rmSync(dir, { recursive: true, force: true });

@@ -1,6 +1,8 @@
 import { EventEmitter } from 'node:events';
 import type { AppendResult, EventStore, Position, StoredEvent, StreamAppend, Subscription } from '../../ports/event-store';
-import { inlineWriter, threadWriter } from './event-writer';
+import type Database from 'better-sqlite3';
+import { inlineWriter, threadWriter, type EventWriter } from './event-writer';
+import { socketWriter } from './event-writer-socket';
 import { openEventDb, prepareStatements, toStored, type Row, type Statements } from './event-tables';
 import { createGroupCommit, type GroupCommitStats } from './group-commit';
 import { guarded, probeWritable, type StoreFile } from './sqlite';
@@ -29,6 +31,8 @@ export interface SqliteEventStore extends EventStore {
   waitForAppend(ms: number): Promise<void>;
   /** Another process says it appended: whoever waits for an append reads now, not at the next poll. */
   appendedElsewhere(): void;
+  /** Resolves once the writer takes other processes' batches (with `serveWriters`; at once without). */
+  writersListening(): Promise<void>;
   /** For /readyz: rejects with `unavailable` when the file cannot take a write (read-only, I/O error, disk full). */
   probeWritable(): Promise<void>;
   stats(): GroupCommitStats;
@@ -46,6 +50,10 @@ export type SqliteEventStoreOptions = {
   maxBatch?: number;
   /** `thread` (default for a file) commits on a writer thread; `inline` on the event loop's thread. */
   writer?: 'thread' | 'inline';
+  /** This store's writer thread is the file's one writer: it also commits what other processes send to this Unix socket. */
+  serveWriters?: string;
+  /** Appends and checkpoints go to the writer listening on this Unix socket (another process's `serveWriters`). */
+  writerSocket?: string;
 };
 
 const parsePosition = (p: Position | null): number => (p === null ? 0 : Number(p));
@@ -63,7 +71,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): Sqlite
   // A file's batches are committed on a writer thread, so inserts and fsync never block the event
   // loop; an in-memory database (which no other connection can see) and a read-only one commit inline.
   const onThread = (options.writer ?? 'thread') === 'thread' && !db.memory && !options.readonly;
-  const writer = onThread ? threadWriter(options.path, options) : inlineWriter(db);
+  const writer = openWriter(options, db, onThread, appended.notify);
   // This connection then writes only consumer checkpoints (every 200 ms per group) and the
   // readiness probe: a checkpoint lost to a power cut only redelivers what handlers take as
   // duplicates, so it is not worth an fsync on the event loop (measured at 5 ms per import in the
@@ -91,7 +99,8 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): Sqlite
     appendInOrder: async (appends) => madeInOrder(await Promise.all(appends.map((a, i) => enqueue(a, i > 0)))),
     ...reads(file, statements),
     subscribeAll: (after, handler) => followAll(file, statements, appended, parsePosition(after), pollIntervalMs, handler),
-    ...checkpoints(file, statements),
+    ...checkpoints(file, statements, writer),
+    writersListening: () => writer.listening?.() ?? Promise.resolve(),
     waitForAppend: appended.wait,
     appendedElsewhere: appended.notify,
     probeWritable: async () => probeWritable(file, db, now),
@@ -135,11 +144,31 @@ function reads(file: StoreFile, s: Statements): Pick<SqliteEventStore, 'readStre
   };
 }
 
-/** The embedded log's per-group checkpoints: positions in this file's `$all`, kept in the same file. */
-function checkpoints(file: StoreFile, s: Statements): Pick<SqliteEventStore, 'loadCheckpoint' | 'saveCheckpoint'> {
+/**
+ * Where batches are committed: the file's one writer in another process (over its socket), a
+ * writer thread of this process (which may be that one writer), or this connection.
+ */
+function openWriter(options: SqliteEventStoreOptions, db: Database.Database, onThread: boolean, onRemoteAppend: () => void): EventWriter {
+  if (options.writerSocket && !options.readonly) return socketWriter(options.writerSocket);
+  if (!onThread) return inlineWriter(db);
+  return threadWriter(
+    options.path,
+    options,
+    options.serveWriters ? { socketPath: options.serveWriters, onAppended: onRemoteAppend } : undefined,
+  );
+}
+
+/**
+ * The embedded log's per-group checkpoints: positions in this file's `$all`, kept in the same
+ * file. Saved by the file's one writer when it is in another process, so this process never
+ * waits for the file's lock.
+ */
+function checkpoints(file: StoreFile, s: Statements, writer: EventWriter): Pick<SqliteEventStore, 'loadCheckpoint' | 'saveCheckpoint'> {
   return {
     loadCheckpoint: (group) => guarded(file, () => s.checkpoint.get(group)?.position ?? null),
-    saveCheckpoint: (group, position) => void guarded(file, () => s.saveCheckpoint.run(group, position)),
+    saveCheckpoint: writer.saveCheckpoint
+      ? (group, position) => writer.saveCheckpoint!(group, position)
+      : (group, position) => void guarded(file, () => s.saveCheckpoint.run(group, position)),
   };
 }
 

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { createBatchCommitter, toFailure, type AppendRequest, type BatchReply, type EventDbOptions } from './event-batch';
+import { createBatchCommitter, toFailure, type AppendRequest, type BatchReply, type EventDbOptions, type FailureData } from './event-batch';
 
 /**
  * Where the event store's batches are committed. better-sqlite3 is synchronous, so a commit on
@@ -20,6 +20,10 @@ export interface EventWriter {
   commit(batch: readonly AppendRequest[]): Promise<BatchReply>;
   /** Call once no batch is in flight. */
   close(): Promise<void>;
+  /** Present when consumer checkpoints are saved by this writer too (the file's writer is in another process). */
+  saveCheckpoint?(group: string, position: number): void;
+  /** Present when this writer also commits other processes' batches: resolves once it takes them. */
+  listening?(): Promise<void>;
 }
 
 /** On the caller's connection: for an in-memory database (which no other connection can see) and read-only stores. */
@@ -37,9 +41,15 @@ const ENTRY = join(__dirname, `event-writer-thread${FROM_SOURCES ? '.ts' : '.js'
 
 type Thread = { worker: Worker; closed: Promise<void> };
 
-function startThread(role: 'writer' | 'checkpointer', path: string, options: EventDbOptions, onExit: (err: Error) => void): Thread {
+function startThread(
+  role: 'writer' | 'checkpointer',
+  path: string,
+  options: EventDbOptions,
+  onExit: (err: Error) => void,
+  socketPath?: string,
+): Thread {
   const worker = new Worker(ENTRY, {
-    workerData: { path, options, role },
+    workerData: { path, options, role, socketPath },
     ...(FROM_SOURCES ? { execArgv: ['--require', require.resolve('tsx/cjs')] } : {}),
   });
   // Referenced only while a batch is in flight: an idle store does not keep the process alive.
@@ -57,22 +67,44 @@ async function stopThread(thread: Thread | null) {
   await thread.closed;
 }
 
-export function threadWriter(path: string, options: EventDbOptions): EventWriter {
+/**
+ * The writer thread of the process that owns the file also commits other processes' batches,
+ * which reach it on `socketPath` (event-writer-socket.ts). It starts at once and is restarted
+ * if it stops, since the other processes depend on it.
+ */
+export type ServedWriters = { readonly socketPath: string; readonly onAppended: () => void };
+
+/** How long a writer thread that serves others waits before it is started again. */
+const RESTART_AFTER_MS = 1000;
+
+export function threadWriter(path: string, options: EventDbOptions, serve?: ServedWriters): EventWriter {
   let writer: Thread | null = null;
   let checkpointer: Thread | null = null;
   let nextId = 0;
   let commitsSinceCheckpoint = 0;
   let checkpointing = false;
+  let closing = false;
   const waiting = new Map<number, (reply: BatchReply) => void>();
+  let listening: Promise<void> = Promise.resolve();
 
   const startWriter = (): Thread => {
-    const thread = startThread('writer', path, options, (err) => {
-      if (writer !== thread) return;
-      writer = null;
-      for (const done of waiting.values()) done({ failure: toFailure(err) });
-      waiting.clear();
-    });
-    thread.worker.on('message', ({ id, reply }: { id: number; reply: BatchReply }) => {
+    const thread = startThread(
+      'writer',
+      path,
+      options,
+      (err) => {
+        if (writer !== thread) return;
+        writer = null;
+        for (const done of waiting.values()) done({ failure: toFailure(err) });
+        waiting.clear();
+        if (serve && !closing) setTimeout(() => void (closing || writer || (writer = startWriter())), RESTART_AFTER_MS).unref();
+      },
+      serve?.socketPath,
+    );
+    if (serve) listening = listeningOn(thread.worker, serve);
+    thread.worker.on('message', (message: { id: number; reply: BatchReply } | { remoteAppended: true }) => {
+      if (!('id' in message)) return;
+      const { id, reply } = message;
       const done = waiting.get(id);
       waiting.delete(id);
       if (waiting.size === 0) thread.worker.unref();
@@ -98,7 +130,10 @@ export function threadWriter(path: string, options: EventDbOptions): EventWriter
     checkpointer.worker.postMessage({ checkpoint: true });
   };
 
+  if (serve) writer = startWriter();
+
   return {
+    listening: () => listening,
     commit(batch) {
       const { worker } = (writer ??= startWriter());
       worker.ref();
@@ -109,9 +144,25 @@ export function threadWriter(path: string, options: EventDbOptions): EventWriter
       });
     },
     async close() {
+      closing = true;
       const threads = [writer, checkpointer];
       writer = checkpointer = null;
       await Promise.all(threads.map(stopThread));
     },
   };
+}
+
+/** Resolves once the thread listens for other processes' batches; rejects when it cannot. */
+function listeningOn(worker: Worker, serve: ServedWriters): Promise<void> {
+  const listening = new Promise<void>((resolve, reject) => {
+    worker.on('message', (message: { listening?: true; listenFailed?: FailureData; remoteAppended?: true }) => {
+      if (message.remoteAppended) serve.onAppended();
+      if (message.listening) resolve();
+      if (message.listenFailed)
+        reject(new Error(`the event store's writer cannot listen on ${serve.socketPath}: ${message.listenFailed.message}`));
+    });
+    worker.once('exit', () => reject(new Error("the event store's writer thread stopped before it listened")));
+  });
+  listening.catch(() => undefined); // read by whoever waits on it; a restart makes a new one
+  return listening;
 }
