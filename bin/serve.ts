@@ -32,8 +32,13 @@ runService('serve', async (config, logger) => {
   const metrics = createMetrics();
   // Embedded, this process's writer thread is the events file's one writer: the workers send it
   // their batches (lib/adapters/embedded/event-writer-socket.ts) rather than wait on its lock.
+  // What the jobs worker appends wakes the projector from here, as the commit returns, not from
+  // the worker (at nice 10, its event loop may be busy).
   const writerSocket = config.esdbUrl ? undefined : eventsWriterSocketPath(config);
-  const store = openEventStore(config, { serveWriters: writerSocket });
+  let worker: Workers | null = null;
+  const store = openEventStore(config, {
+    serveWriters: writerSocket ? { socketPath: writerSocket, onAppended: () => worker?.appendedByJobs() } : undefined,
+  });
   if ('writersListening' in store) await store.writersListening();
   // Read-your-writes (lib/app/consistency.ts): the worker's projector reports its watermark; the
   // query API waits on it for a token's writes and a final job's effects. With Kafka the
@@ -42,7 +47,6 @@ runService('serve', async (config, logger) => {
   const watermark = createWatermark(config.kafka ? null : projectedSoFar(store));
   const readSide = await openReadStore(config, { moves: watermark.moves });
   const common = httpCommon(config, logger, store, readSide);
-  let worker: Workers | null = null;
   // Each append wakes the worker's consumers at once (they would see it at their next poll).
   const commandStore = trackAppends(store, () => worker?.appended());
   const hooks = readYourWrites({
@@ -89,7 +93,6 @@ runService('serve', async (config, logger) => {
     ...(writerSocket ? { EVENTS_WRITER_SOCKET: writerSocket } : {}),
   };
   const modulePath = join(__dirname, `worker${__filename.endsWith('.ts') ? '.ts' : '.js'}`);
-  // Job work's appends wake the projector at once (it would see them at its next poll of the store).
   // Job work runs at a lower priority (nice 10): when the cores are busy, accepting and reading
   // (this process) and projecting (the reads wait on it) go first, and imports take what is left.
   const jobs = supervise({
@@ -99,7 +102,6 @@ runService('serve', async (config, logger) => {
     env: workerEnv,
     logger,
     nice: JOBS_NICE,
-    onAppended: () => projector.appended(),
   });
   const projector: Supervised = supervise({
     modulePath,
@@ -135,7 +137,7 @@ function projectedSoFar(store: EventStore | SqliteEventStore): bigint | null {
 
 const JOBS_NICE = 10;
 
-type Workers = { appended(): void; down(): string[]; metrics(): Promise<unknown[]>; stop(): Promise<void> };
+type Workers = { appended(): void; appendedByJobs(): void; down(): string[]; metrics(): Promise<unknown[]>; stop(): Promise<void> };
 
 /** The two children as one: appends wake both, metrics come from both, and both stop. */
 function both(projector: Supervised, jobs: Supervised): Workers {
@@ -145,6 +147,8 @@ function both(projector: Supervised, jobs: Supervised): Workers {
   ] as const;
   return {
     appended: () => (projector.appended(), jobs.appended()),
+    // The projector would see them at its next poll of the store.
+    appendedByJobs: () => projector.appended(),
     down: () => named.filter(([, w]) => !w.ready()).map(([name]) => name),
     // One list of series per child that answers.
     metrics: async () => Promise.all(named.map(([, w]) => w.request('metrics').catch(() => null))),

@@ -1,6 +1,6 @@
 import { openConsumerSide } from '../lib/adapters/consumer-side';
 import type { Logger } from 'pino';
-import { createWatermark, trackAppends, type Watermark } from '../lib/app/consistency';
+import { createWatermark, type Watermark } from '../lib/app/consistency';
 import type { Config } from '../lib/config';
 import type { LogSubscription } from '../lib/ports/event-log';
 import { openLogProducer } from '../lib/adapters/from-config';
@@ -71,10 +71,10 @@ runService(part === 'all' ? 'worker' : `worker ${part}`, async (config, logger) 
     });
   }
   if (part !== 'projector') {
-    // What job work appends wakes the projector when it runs in another process (through serve).
-    const writer = part === 'jobs' ? trackAppends(consumers.store, parent.appended) : consumers.store;
+    // What job work appends wakes the projector in the other child: serve's writer thread, which
+    // commits it (EVENTS_WRITER_SOCKET), tells serve, which tells the projector.
     const options = { onFatal, projected: watermarked ? watermark : undefined };
-    stops.unshift(...(await startJobs(config, logger, metrics, { ...consumers, store: writer }, options, subscriptions)));
+    stops.unshift(...(await startJobs(config, logger, metrics, consumers, options, subscriptions)));
   }
   const lag = watchLag(metrics, subscriptions);
   parent.ready();

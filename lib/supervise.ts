@@ -15,9 +15,7 @@ export type ChildMessage =
   | { type: 'reply'; id: string; data: unknown }
   | { type: 'fatal'; message: string }
   /** The projector's watermark moved (a `$all` position as a decimal string): read-your-writes waits on it. */
-  | { type: 'projected'; position: string }
-  /** The child appended events: the parent wakes its other children's consumers (`onAppended`). */
-  | { type: 'appended' };
+  | { type: 'projected'; position: string };
 
 export interface Supervised {
   /** True while a child is running and has said it is ready. */
@@ -57,8 +55,6 @@ export function supervise(options: {
   execArgv?: string[];
   /** Told each time the child's projector moves its watermark. */
   onProjected?: (position: bigint) => void;
-  /** Told when the child appended events (at most once per turn of its event loop). */
-  onAppended?: () => void;
   minRestartDelayMs?: number;
   maxRestartDelayMs?: number;
 }): Supervised {
@@ -100,7 +96,6 @@ export function supervise(options: {
         isReady = true;
         log.info({ pid: c.pid, starts }, 'worker ready');
       } else if (m?.type === 'projected') options.onProjected?.(BigInt(m.position));
-      else if (m?.type === 'appended') options.onAppended?.();
       else if (m?.type === 'reply') pending.get(m.id)?.(m.data);
       else if (m?.type === 'fatal') log.error({ pid: c.pid, reason: m.message }, 'worker reports it cannot go on');
     });
@@ -160,7 +155,7 @@ export function serveParent(handlers: {
   /** The projector, in another child, moved its watermark (see `Supervised.projected`). */
   onProjected?(position: bigint): void;
 }) {
-  if (!process.send) return { ready: () => undefined, fatal: () => undefined, projected: () => undefined, appended: () => undefined };
+  if (!process.send) return { ready: () => undefined, fatal: () => undefined, projected: () => undefined };
   process.on('message', (m: { type?: string; id?: string; question?: string; position?: string }) => {
     if (m?.type === 'appended') return handlers.onAppended?.();
     if (m?.type === 'projected' && m.position !== undefined) return handlers.onProjected?.(BigInt(m.position));
@@ -171,15 +166,12 @@ export function serveParent(handlers: {
     );
   });
   process.on('disconnect', handlers.onOrphaned);
-  // The newest watermark, and that events were appended here, each once per turn of the event loop.
+  // The newest watermark, once per turn of the event loop.
   const sendProjected = latestPerTurn(
     (position: bigint) => process.connected && process.send?.({ type: 'projected', position: String(position) }),
   );
-  const sendAppended = latestPerTurn(() => process.connected && process.send?.({ type: 'appended' }));
   return {
     ready: () => void process.send?.({ type: 'ready' }),
-    /** Events were appended here: the parent wakes the other children's consumers. */
-    appended: () => sendAppended(undefined),
     fatal: (message: string) => void process.send?.({ type: 'fatal', message }),
     projected: sendProjected,
   };

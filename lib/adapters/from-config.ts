@@ -16,6 +16,7 @@ import type { SecretBox } from '../ports/secret-box';
 import { createSqliteDeadLetterStore } from './embedded/dead-letters';
 import { createEmbeddedEventLog } from './embedded/event-log';
 import { createSqliteEventStore, type SqliteEventStore } from './embedded/event-store';
+import type { ServedWriters } from './embedded/event-writer';
 import { createSqliteReadStore } from './embedded/read-store';
 import { createSqliteSearchIndex } from './embedded/search-index';
 import { createFfprobeProber } from './ffmpeg/prober';
@@ -41,7 +42,7 @@ const distributed = (): typeof import('./distributed') => require('./distributed
  * socket path) commits for the processes that name it in EVENTS_WRITER_SOCKET (`serve` and its
  * workers); a process with neither (the admin CLI) writes itself.
  */
-export function openEventStore(config: Config, options: { serveWriters?: string } = {}): EventStore | SqliteEventStore {
+export function openEventStore(config: Config, options: { serveWriters?: ServedWriters } = {}): EventStore | SqliteEventStore {
   if (config.esdbUrl) return distributed().esdbEventStore(config.esdbUrl);
   makePrivateDir(config.dataDir);
   return createSqliteEventStore({

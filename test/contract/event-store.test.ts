@@ -22,7 +22,7 @@ describeEventStoreContract('embedded (SQLite file)', async () => {
 describeEventStoreContract("embedded (SQLite file), appending through the file's one writer in another store", async () => {
   const dir = mkdtempSync(join(tmpdir(), 'es-'));
   const path = join(dir, 'events.sqlite');
-  const owner = createSqliteEventStore({ path, serveWriters: join(dir, 'events.sock') });
+  const owner = createSqliteEventStore({ path, serveWriters: { socketPath: join(dir, 'events.sock') } });
   await owner.writersListening();
   const store = createSqliteEventStore({ path, writerSocket: join(dir, 'events.sock') });
   return {
@@ -133,7 +133,8 @@ describe('embedded EventStore: one writer per file, other processes append throu
     const dir = mkdtempSync(join(tmpdir(), 'es-'));
     const path = join(dir, 'events.sqlite');
     const socket = join(dir, 'events.sock');
-    const store = createSqliteEventStore({ path, serveWriters: socket });
+    let told = 0;
+    const store = createSqliteEventStore({ path, serveWriters: { socketPath: socket, onAppended: () => told++ } });
     try {
       await store.writersListening();
       assert.equal(statSync(socket).mode & 0o777, 0o600, 'only the service user may append');
@@ -162,6 +163,8 @@ describe('embedded EventStore: one writer per file, other processes append throu
         [...all.map((e) => Number(e.position))].sort((a, b) => a - b),
       );
       assert.equal(store.loadCheckpoint('child-group'), 42);
+      // Told as the child's batches are committed (serve wakes the projector with it).
+      assert.ok(told >= 1 && told <= 10, `told of the child's appends ${told} times, once per batch at most`);
     } finally {
       await store.close();
       rmSync(dir, { recursive: true, force: true });
@@ -175,7 +178,7 @@ describe('embedded EventStore: one writer per file, other processes append throu
     createSqliteEventStore({ path }).close(); // the file exists; its writer is not up yet
     const child = run(process.execPath, ['--require', 'tsx/cjs', '-e', childAppends(path, socket, 2)], { cwd: root });
     await new Promise((r) => setTimeout(r, 300));
-    const store = createSqliteEventStore({ path, serveWriters: socket });
+    const store = createSqliteEventStore({ path, serveWriters: { socketPath: socket } });
     try {
       await child;
       // The child's streams exist: the same expectation from here conflicts, decided by the one writer.
@@ -196,7 +199,7 @@ describe('embedded EventStore: one writer per file, other processes append throu
     const dir = mkdtempSync(join(tmpdir(), 'es-'));
     const path = join(dir, 'events.sqlite');
     const socket = join(dir, 'events.sock');
-    const owner = createSqliteEventStore({ path, serveWriters: socket });
+    const owner = createSqliteEventStore({ path, serveWriters: { socketPath: socket } });
     await owner.writersListening();
     const store = createSqliteEventStore({ path, writerSocket: socket });
     try {

@@ -50,8 +50,11 @@ export type SqliteEventStoreOptions = {
   maxBatch?: number;
   /** `thread` (default for a file) commits on a writer thread; `inline` on the event loop's thread. */
   writer?: 'thread' | 'inline';
-  /** This store's writer thread is the file's one writer: it also commits what other processes send to this Unix socket. */
-  serveWriters?: string;
+  /**
+   * This store's writer thread is the file's one writer: it also commits what other processes
+   * send to this Unix socket. `onAppended` is told when one of their batches appended events.
+   */
+  serveWriters?: { readonly socketPath: string; readonly onAppended?: () => void };
   /** Appends and checkpoints go to the writer listening on this Unix socket (another process's `serveWriters`). */
   writerSocket?: string;
 };
@@ -151,11 +154,11 @@ function reads(file: StoreFile, s: Statements): Pick<SqliteEventStore, 'readStre
 function openWriter(options: SqliteEventStoreOptions, db: Database.Database, onThread: boolean, onRemoteAppend: () => void): EventWriter {
   if (options.writerSocket && !options.readonly) return socketWriter(options.writerSocket);
   if (!onThread) return inlineWriter(db);
-  return threadWriter(
-    options.path,
-    options,
-    options.serveWriters ? { socketPath: options.serveWriters, onAppended: onRemoteAppend } : undefined,
-  );
+  const served = options.serveWriters;
+  const onAppended = () => (onRemoteAppend(), served?.onAppended?.());
+  // Only plain data crosses to the thread.
+  const dbOptions = { maxPageCount: options.maxPageCount };
+  return threadWriter(options.path, dbOptions, served ? { socketPath: served.socketPath, onAppended } : undefined);
 }
 
 /**
