@@ -14,7 +14,11 @@ import { DELIVERIES } from '../../lib/read-models/deliveries';
  */
 
 export type FairLimits = {
-  /** Attempts in flight in all. */
+  /**
+   * Attempts in flight in all. The caps below bound what receivers that hang can hold; a lane
+   * (a drive's host) whose last attempt was answered within QUICK_MS may go beyond them into
+   * idle slots, but never into the last `perDrive` of them, which stay for lanes under their caps.
+   */
   readonly concurrency: number;
   /** Attempts in flight per drive: what one tenant's dead receivers can hold at most. */
   readonly perDrive: number;
@@ -27,10 +31,21 @@ export type FairQueue = ReturnType<typeof createFairQueue>;
 /** Drives remembered with the host they were last served from; a forgotten drive starts again at its first host. */
 const REMEMBERED_DRIVES = 4096;
 
+/**
+ * An attempt answered within this is quick: its lane may borrow idle slots. A receiver that hangs
+ * holds its slot until the attempt's timeout, so its lane never borrows; one that starts hanging
+ * holds at most the borrowed slots until they time out, then stops borrowing.
+ */
+export const QUICK_MS = 1000;
+
 export function createFairQueue(read: ReadQueries, limits: FairLimits) {
   const slots = createSlots();
   const lastHost = new Map<string, string>();
+  const quickLanes = boundedSet(REMEMBERED_DRIVES);
   let lastDrive = '';
+  /** Beyond its caps, a quick lane may take a slot while more than `perDrive` are free. */
+  const mayBorrow = (driveId: string, host: string) =>
+    slots.total() < limits.concurrency - limits.perDrive && quickLanes.has(laneKeyOf(driveId, host));
 
   /** Due, and not held by a live claim (another replica's, or ours once projected). */
   const due = (now: string, where: Record<string, Condition>): Filter => ({
@@ -63,13 +78,15 @@ export function createFairQueue(read: ReadQueries, limits: FairLimits) {
 
   /** The next delivery of one drive, its hosts in turn; null when each is saturated or has nothing due. */
   async function nextOfDrive(now: string, driveId: string, round: Round): Promise<Doc | null> {
-    if (slots.drive(driveId) >= limits.perDrive) return null;
+    const driveFull = slots.drive(driveId) >= limits.perDrive;
+    if (driveFull && quickLanes.size === 0) return null;
     const seen = new Set<string>();
     let host = await nextKey(now, 'host', lastHost.get(driveId) ?? '', { drive_id: driveId });
     if (host === null) lastHost.delete(driveId);
     while (host !== null && !seen.has(host)) {
       seen.add(host);
-      const row = slots.lane(driveId, host) < limits.perHost ? await oldestIn(now, driveId, host, round) : null;
+      const underCaps = !driveFull && slots.lane(driveId, host) < limits.perHost;
+      const row = underCaps || mayBorrow(driveId, host) ? await oldestIn(now, driveId, host, round) : null;
       if (row) return (remember(driveId, host), row);
       host = await nextKey(now, 'host', host, { drive_id: driveId });
     }
@@ -109,7 +126,13 @@ export function createFairQueue(read: ReadQueries, limits: FairLimits) {
       return { next: () => next(now, round) };
     },
     enter: (row: Doc) => slots.enter(row._id, laneOf(row)),
-    leave: (row: Doc) => slots.leave(row._id, laneOf(row)),
+    /** The attempt ended; `quick` when its receiver answered (whatever it answered) within QUICK_MS. */
+    leave: (row: Doc, quick = false) => {
+      slots.leave(row._id, laneOf(row));
+      const lane = laneOf(row);
+      if (quick) quickLanes.add(laneKeyOf(lane.driveId, lane.host));
+      else quickLanes.delete(laneKeyOf(lane.driveId, lane.host));
+    },
     inFlight: () => slots.total(),
     /** Drives with attempts in flight here, and the most one of them holds (for metrics). */
     drivesInFlight: () => slots.drives(),
@@ -137,6 +160,24 @@ function createRound(budget: number) {
 }
 
 const laneOf = (row: Doc): Lane => ({ driveId: String(row.drive_id), host: String(row.host) });
+const laneKeyOf = (driveId: string, host: string) => `${driveId} ${host}`;
+
+/** A set that forgets its oldest member beyond `max`. */
+function boundedSet(max: number) {
+  const members = new Set<string>();
+  return {
+    get size() {
+      return members.size;
+    },
+    has: (key: string) => members.has(key),
+    add(key: string) {
+      members.delete(key);
+      members.add(key);
+      if (members.size > max) members.delete(members.values().next().value!);
+    },
+    delete: (key: string) => void members.delete(key),
+  };
+}
 
 /** Attempts in flight by job id, and counts per drive and per lane (drive and host). */
 function createSlots() {

@@ -8,7 +8,7 @@ import type { EventStore } from '../../lib/ports/event-store';
 import type { OutboundFetcher } from '../../lib/ports/outbound';
 import type { Doc, ReadStore } from '../../lib/ports/read-store';
 import type { SecretBox } from '../../lib/ports/secret-box';
-import { createFairQueue } from './fair-queue';
+import { createFairQueue, QUICK_MS } from './fair-queue';
 import { attempt, handlersOf, nowIso, onDelivery, type Dispatching } from './attempt';
 
 /**
@@ -180,6 +180,7 @@ function dueDeliveries(d: Dispatching, wake: () => void) {
 
   const begin = (doc: Doc) => {
     queue.enter(doc);
+    const started = Date.now();
     const run = attempt(d, { jobId: doc._id, driveId: String(doc.drive_id), projectId: String(doc.project_id) })
       .catch((err: unknown) => {
         d.log.error({ err, job_id: doc._id }, 'delivery attempt failed unexpectedly');
@@ -187,7 +188,7 @@ function dueDeliveries(d: Dispatching, wake: () => void) {
       })
       .then((sent) => {
         running.delete(run);
-        queue.leave(doc);
+        queue.leave(doc, sent && Date.now() - started < QUICK_MS);
         // A freed slot may serve a waiting delivery; an attempt that sent nothing (not ours) wakes no one.
         if (sent) wake();
       });

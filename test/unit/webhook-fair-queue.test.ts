@@ -81,6 +81,39 @@ describe('webhook fair queue', () => {
     );
   });
 
+  it('lets a lane whose receiver answered quickly go beyond its caps into idle slots, never into the last perDrive', async () => {
+    for (let i = 0; i < 20; i++) await due('busy', 'http://fast.test/hook', 30 - i);
+    for (let i = 0; i < 20; i++) await due('busy', 'http://slow.test/hook', 30 - i);
+    for (let i = 0; i < 3; i++) await due('other', 'http://other.test/hook', 1);
+    const limits = { concurrency: 16, perDrive: 4, perHost: 2 };
+    const queue = createFairQueue(read, limits);
+    const take = async () => {
+      const taken: Doc[] = [];
+      const round = queue.round(NOW);
+      for (let doc = await round.next(); doc; doc = await round.next()) (queue.enter(doc), taken.push(doc));
+      return taken;
+    };
+    const count = (docs: Doc[]) =>
+      Object.fromEntries(
+        ['busy@fast.test', 'busy@slow.test', 'other@other.test'].map((l) => [l, lanes(docs).filter((x) => x === l).length]),
+      );
+    // Nothing is known of either lane yet: the caps hold.
+    const first = await take();
+    assert.deepEqual(count(first), { 'busy@fast.test': 2, 'busy@slow.test': 2, 'other@other.test': 2 });
+    // fast.test answered quickly, slow.test did not (it timed out).
+    for (const doc of first.filter((d) => d.drive_id === 'busy')) queue.leave(doc, doc.host === 'fast.test');
+    // Beside other's 2: busy takes its 4 within the caps, and its fast lane borrows until 16 - 4 are in flight.
+    const second = await take();
+    assert.deepEqual(count(second), { 'busy@fast.test': 8, 'busy@slow.test': 2, 'other@other.test': 0 });
+    assert.equal(queue.inFlight(), 12, `the last ${limits.perDrive} slots are left for lanes under their caps`);
+    // Another drive under its caps still has the slots left.
+    await due('late', 'http://late.test/hook', 1);
+    assert.deepEqual(lanes(await take()), ['late@late.test']);
+    // A lane whose attempts then were slow stops borrowing.
+    for (const doc of second) queue.leave(doc, false);
+    assert.deepEqual(count(await take()), { 'busy@fast.test': 2, 'busy@slow.test': 2, 'other@other.test': 0 });
+  });
+
   it('leaves out rows held by a live claim, takes lapsed ones, and takes a row once per round even once left', async () => {
     await due('a', 'http://x.test/1', 5, '2030-01-01T00:01:00.000Z');
     const lapsed = await due('a', 'http://x.test/2', 5, '2030-01-01T00:00:01.000Z');
