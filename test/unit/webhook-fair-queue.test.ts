@@ -90,7 +90,10 @@ describe('webhook fair queue', () => {
     const take = async () => {
       const taken: Doc[] = [];
       const round = queue.round(NOW);
-      for (let doc = await round.next(); doc; doc = await round.next()) (queue.enter(doc), taken.push(doc));
+      for (let doc = await round.next(); doc; doc = await round.next()) {
+        queue.enter(doc);
+        taken.push(doc);
+      }
       return taken;
     };
     const count = (docs: Doc[]) =>
