@@ -8,11 +8,12 @@ import {
   type BalanceKind,
   type BalanceState,
 } from '../domain/balance';
+import { isRejection } from '../domain/errors';
 import { streams } from '../domain/ids';
 import { mediaSecondsAllowance, type DriveState, driveDecider } from '../domain/tenancy';
 import type { Clock, Ids } from '../ports/clock';
-import type { EventStore } from '../ports/event-store';
-import { commandHandler } from './command-handler';
+import type { AppendResult, EventStore, StreamAppend } from '../ports/event-store';
+import { appendInOrder, commandHandler, decideAt } from './command-handler';
 import { keyedSerial } from './keyed-serial';
 
 /**
@@ -28,9 +29,23 @@ export type BalanceFigures = {
   readonly left: number | null;
 };
 
+export type Reservation = { driveId: string; reservationId: string; jobId: string; kind: BalanceKind; amount: number };
+
 export interface Balances {
   /** Reserves `amount`; refused with a `payment_required` AppError when the balance cannot cover it. */
-  reserve(r: { driveId: string; reservationId: string; jobId: string; kind: BalanceKind; amount: number }): Promise<void>;
+  reserve(r: Reservation): Promise<void>;
+  /**
+   * What `reserve` (unless `reserved` is false: held already), the appends of `between`, `settle`
+   * at `used` and the appends of `after` do one after the other, in one `appendInOrder`, in the
+   * drive's turn: one commit where there were up to four. Refused like `reserve`, before anything
+   * is appended. Resolves the appends' results: on a conflict, those before it were made (as
+   * awaited appends would have been) and the caller decides again from the streams as they are.
+   */
+  reserveAndSettle(
+    r: Reservation & { used: number; reserve: boolean },
+    between: StreamAppend[],
+    after: StreamAppend[],
+  ): Promise<AppendResult[]>;
   settle(driveId: string, reservationId: string, used: number): Promise<void>;
   release(driveId: string, reservationId: string, reason: string): Promise<void>;
   /** Releases whatever the job still holds (it ended). */
@@ -65,6 +80,18 @@ export function createBalances(deps: { store: EventStore; clock: Clock; ids: Ids
       const command = { type: 'Reserve' as const, ...r, allowances: await allowancesOf(r.driveId), now: now() };
       await run(r.driveId, command);
     },
+    async reserveAndSettle(r, between, after) {
+      const allowances = r.reserve ? await allowancesOf(r.driveId) : null;
+      return serial(r.driveId, async () => {
+        const { state, revision } = await balances.load(r.driveId);
+        const options = { newId: deps.ids.uuidv7, metadata: { partition_key: r.driveId, drive_id: r.driveId } };
+        const steps = inTurn(streams.balance(r.driveId), state, revision);
+        const reserve = allowances ? steps.decide({ type: 'Reserve', ...r, allowances, now: now() }, options) : [];
+        const settle = steps.decide({ type: 'Settle', reservationId: r.reservationId, used: r.used, now: now() }, options);
+        const appends = [...reserve, ...between, ...settle, ...after];
+        return appends.length === 0 ? [] : appendInOrder(deps.store, appends);
+      });
+    },
     async settle(driveId, reservationId, used) {
       await run(driveId, { type: 'Settle', reservationId, used, now: now() });
     },
@@ -81,6 +108,27 @@ export function createBalances(deps: { store: EventStore; clock: Clock; ids: Ids
     async mediaSecondsLeft(driveId, allowance) {
       if (allowance === null) return null;
       return left(await stateOf(driveId), { media_seconds: allowance, ai_credits: 0 }, 'media_seconds');
+    },
+  };
+}
+
+/**
+ * Balance commands decided one after the other on one stream, each on the state the ones before
+ * left, each its own append expecting the revision they left: the appends for `appendInOrder`.
+ */
+function inTurn(streamId: string, state: BalanceState, revision: number | null) {
+  let at = { state, revision };
+  return {
+    decide(
+      command: BalanceCommand,
+      options: { newId: () => string; metadata: { partition_key: string; drive_id: string } },
+    ): StreamAppend[] {
+      const decided = balanceDecider.decide(command, at.state);
+      if (isRejection(decided)) throw decided.error;
+      if (decided.length === 0) return [];
+      const append = decideAt(streamId, balanceDecider, at.state, at.revision, command, options);
+      at = { state: decided.reduce(balanceDecider.evolve, at.state), revision: (at.revision ?? -1) + decided.length };
+      return [append];
     },
   };
 }

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { commandHandler, type HandleResult, type HandlerOf } from '../../lib/app/command-handler';
+import { commandHandler, decideAt, type HandleResult, type HandlerOf } from '../../lib/app/command-handler';
 import { jobDecider } from '../../lib/domain/job';
-import { AppError } from '../../lib/domain/errors';
+import { AppError, isRejection } from '../../lib/domain/errors';
 import {
   CLAIM_HELD,
   failedAttempts,
@@ -14,7 +14,7 @@ import {
 } from '../../lib/domain/job';
 import { streams } from '../../lib/domain/ids';
 import type { Clock, Ids } from '../../lib/ports/clock';
-import type { EventStore } from '../../lib/ports/event-store';
+import type { EventStore, StreamAppend } from '../../lib/ports/event-store';
 import type { Balances } from '../../lib/app/balances';
 import type { BalanceKind } from '../../lib/domain/balance';
 import type { Job } from './job-type';
@@ -50,6 +50,18 @@ export interface JobContext<T extends JobType = JobType> {
   settle(kind: BalanceKind, what: string, used: number): Promise<void>;
   /** Gives the reservation for `what` back unused. What a job still holds when it ends is given back by the engine. */
   release(kind: BalanceKind, what: string, reason: string): Promise<void>;
+  /**
+   * What `reserve` (unless `spent.reserve` is false: held already), the appends of `between`,
+   * `settle` and `charge` (for `what` as the reference) do one after the other, in one commit
+   * (Balances.reserveAndSettle). Refused like `reserve`, before anything is appended. Resolves
+   * false when a stream moved meanwhile: what came before it was made; decide again.
+   */
+  spend(
+    kind: BalanceKind,
+    what: string,
+    spent: { amount: number; used: number; reserve: boolean },
+    between: StreamAppend[],
+  ): Promise<boolean>;
   readonly log: Logger;
 }
 
@@ -150,15 +162,31 @@ export async function runJob<T extends JobType>(
   }, deps.cancelPollMs ?? 500);
 
   let lastProgress = { at: 0, label: '', percent: -1 };
+  // Work reports progress without waiting for it; a write decided on the job stream waits for these first.
+  let progressWrites: Promise<unknown> = Promise.resolve();
   const progress = async (label: string, percent: number) => {
     const t = deps.clock.now().getTime();
     const rounded = Math.round(percent);
     if (label === lastProgress.label && (t - lastProgress.at < 1000 || rounded === lastProgress.percent)) return;
     lastProgress = { at: t, label, percent: rounded };
-    await command({ type: 'ReportProgress', attempt, label, percent: rounded, now: now() });
+    const written = command({ type: 'ReportProgress', attempt, label, percent: rounded, now: now() });
+    progressWrites = Promise.all([progressWrites, written.catch(() => undefined)]);
+    await written;
   };
   const charge = async (ref: string, seconds: number) => {
     await command({ type: 'ChargeMediaSeconds', attempt, ref, seconds, now: now() });
+  };
+  /** The charge's append on the job stream as it is now; none when there is nothing to charge (charged already, or the claim is lost). */
+  const chargeAppend = async (ref: string, seconds: number): Promise<StreamAppend[]> => {
+    // A progress write still in flight would move the stream under the append: it conflicts, and is decided again.
+    await progressWrites;
+    const { state, revision } = await jobs.load(job.job_id);
+    const c: JobCommand = { type: 'ChargeMediaSeconds', attempt, ref, seconds, now: now() };
+    const decided = jobDecider.decide(c, state);
+    if (isRejection(decided)) throw decided.error;
+    return decided.length === 0
+      ? []
+      : [decideAt(streams.job(job.job_id), jobDecider, state, revision, c, { newId: deps.ids.uuidv7, metadata })];
   };
   const reservationId = (kind: BalanceKind, what: string) => `${job.job_id}:${kind}:${what}`;
   const balance = {
@@ -166,6 +194,11 @@ export async function runJob<T extends JobType>(
       deps.balances.reserve({ driveId: job.drive_id, reservationId: reservationId(kind, what), jobId: job.job_id, kind, amount }),
     settle: (kind: BalanceKind, what: string, used: number) => deps.balances.settle(job.drive_id, reservationId(kind, what), used),
     release: (kind: BalanceKind, what: string, reason: string) => deps.balances.release(job.drive_id, reservationId(kind, what), reason),
+    spend: async (kind: BalanceKind, what: string, spent: { amount: number; used: number; reserve: boolean }, between: StreamAppend[]) => {
+      const r = { driveId: job.drive_id, reservationId: reservationId(kind, what), jobId: job.job_id, kind, ...spent };
+      const results = await deps.balances.reserveAndSettle(r, between, await chargeAppend(what, spent.used));
+      return results.every((result) => result.ok);
+    },
   };
 
   try {

@@ -138,4 +138,54 @@ describe('balances on the event store', () => {
       await store.close();
     }
   });
+
+  it('reserves, appends what comes between, settles and appends what comes after, in that order in one appendInOrder; refuses before appending', async () => {
+    const store = createSqliteEventStore({ path: ':memory:' });
+    try {
+      const deps = { store, clock: systemClock, ids: randomIds };
+      const drive = await createDrive(deps, { name: 'Metered', mediaSeconds: 10 });
+      const balances = createBalances(deps);
+      const note = (streamId: string, expected: number | 'no_stream', by: string) => ({
+        streamId,
+        expected,
+        events: [{ id: randomIds.uuid(), type: 'Noted', data: { by }, metadata: { partition_key: 'k' } }],
+      });
+      const r = { driveId: drive.drive_id, reservationId: 'job-1:media_seconds:a.wav', jobId: 'job-1', kind: 'media_seconds' as const };
+      const results = await balances.reserveAndSettle(
+        { ...r, amount: 4, used: 3, reserve: true },
+        [note('between-1', 'no_stream', 'add')],
+        [note('after-1', 'no_stream', 'charge')],
+      );
+      assert.deepEqual(
+        results.map((x) => x.ok),
+        [true, true, true, true],
+      );
+      const order = (await store.readAll(null, 100)).map((e) => e.type).slice(-4);
+      assert.deepEqual(order, ['BalanceReserved', 'Noted', 'ReservationSettled', 'Noted']);
+      assert.deepEqual((await balances.show(drive.drive_id)).media_seconds, { allowance: 10, used: 3, reserved: 0, left: 7 });
+
+      // Refused as reserve is, with nothing appended: not the reservation, not what comes between.
+      const before = (await store.readAll(null, 100)).length;
+      const tooMuch = { ...r, reservationId: 'job-1:media_seconds:b.wav', amount: 8, used: 8, reserve: true };
+      await assert.rejects(balances.reserveAndSettle(tooMuch, [note('between-2', 'no_stream', 'add')], []), /not enough media seconds/);
+      assert.equal((await store.readAll(null, 100)).length, before);
+
+      // A conflict between: the reservation made stays; decided again without reserving, it settles.
+      const c = { ...r, reservationId: 'job-1:media_seconds:c.wav', amount: 2, used: 2 };
+      const conflicted = await balances.reserveAndSettle({ ...c, reserve: true }, [note('between-1', 'no_stream', 'taken')], []);
+      assert.deepEqual(
+        conflicted.map((x) => x.ok),
+        [true, false],
+      );
+      assert.equal((await balances.show(drive.drive_id)).media_seconds.reserved, 2);
+      const again = await balances.reserveAndSettle({ ...c, reserve: false }, [note('between-1', 0, 'add')], []);
+      assert.deepEqual(
+        again.map((x) => x.ok),
+        [true, true],
+      );
+      assert.deepEqual((await balances.show(drive.drive_id)).media_seconds, { allowance: 10, used: 5, reserved: 0, left: 5 });
+    } finally {
+      await store.close();
+    }
+  });
 });

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { AppError } from '../../domain/errors';
 import { READABLE_DEMUXERS, SUPPORTED_MEDIA } from '../../domain/media-formats';
 import type { MediaProber, MediaType, ProbeResult } from '../../ports/media';
-import { runProcess } from '../system/child-process';
+import { spawnOffLoop, type Spawn } from './spawner';
 
 const MAX_STDOUT_BYTES = 4 * 1024 * 1024;
 const MAX_STDERR_BYTES = 64 * 1024;
@@ -31,12 +31,14 @@ interface FfprobeOutput {
 }
 
 /**
- * MediaProber on ffprobe's JSON output; the process is killed on timeout or abort. `logger`
+ * MediaProber on ffprobe's JSON output; the process is killed on timeout or abort. It runs from
+ * the spawner thread (`spawn`, spawner.ts) unless told otherwise, off the caller's event loop. `logger`
  * receives ffprobe's stderr when it cannot read a file: the detail is the operator's, never the
  * user's (it names server paths and heap addresses).
  */
-export function createFfprobeProber(options: { ffprobePath: string; timeoutMs?: number; logger?: Logger }): MediaProber {
+export function createFfprobeProber(options: { ffprobePath: string; timeoutMs?: number; logger?: Logger; spawn?: Spawn }): MediaProber {
   const timeoutMs = options.timeoutMs ?? 30_000;
+  const spawn = options.spawn ?? spawnOffLoop;
   return {
     async probe(relativePath, probeOptions = {}) {
       // An absolute path is never read as an option ("-x") or a protocol ("http:", "concat:").
@@ -45,7 +47,7 @@ export function createFfprobeProber(options: { ffprobePath: string; timeoutMs?: 
         ...['-v', 'error', '-protocol_whitelist', 'file', '-format_whitelist', READABLE_DEMUXERS.join(',')],
         ...['-print_format', 'json', '-show_format', '-show_streams', path],
       ];
-      const run = await runFfprobe(options.ffprobePath, args, timeoutMs, probeOptions.signal);
+      const run = await runFfprobe(spawn, options.ffprobePath, args, timeoutMs, probeOptions.signal);
       if (run.code === 0) return classify(parseOutput(run.stdout));
       options.logger?.info(
         { file: basename(path), exit_code: run.code, stderr: run.stderr.slice(0, LOGGED_STDERR_CHARS) },
@@ -56,8 +58,8 @@ export function createFfprobeProber(options: { ffprobePath: string; timeoutMs?: 
   };
 }
 
-function runFfprobe(bin: string, args: string[], timeoutMs: number, signal?: AbortSignal) {
-  return runProcess(bin, args, {
+function runFfprobe(spawn: Spawn, bin: string, args: string[], timeoutMs: number, signal?: AbortSignal) {
+  return spawn(bin, args, {
     timeoutMs,
     signal,
     abortMessage: 'the probe was aborted',

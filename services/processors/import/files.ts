@@ -1,8 +1,10 @@
 import { v5 as uuidv5 } from 'uuid';
-import { AppError } from '../../../lib/domain/errors';
+import { decideAt } from '../../../lib/app/command-handler';
+import { AppError, isRejection } from '../../../lib/domain/errors';
+import { streams } from '../../../lib/domain/ids';
 import { isSequenceItem, isUrlItem, type MediaStatus, type UploadItem, type UrlItem } from '../../../lib/domain/import';
 import type { UploadReceived } from '../../../lib/domain/job';
-import type { ProjectCommand } from '../../../lib/domain/project';
+import { projectDecider, type ProjectCommand, type ProjectState } from '../../../lib/domain/project';
 import type { JobContext } from '../job-runner';
 import { download } from './fetch-media';
 import { describeMedia, transcriptStatus, type FileOutcome, type Source } from './media-file';
@@ -11,7 +13,7 @@ import type { ImportWorkDeps, Plan, Project } from './work';
 /**
  * The files of an import, one after the other: each URL or upload item fetched (or found
  * uploaded), probed and transcribed, or found imported by an earlier attempt; its seconds
- * reserved before it joins the project, then settled and charged.
+ * reserved before it joins the project, then settled and charged (in one commit: addAndSpend).
  */
 
 /** Shares of the job's progress: files (fetch or upload, probe, transcribe) then compositions. */
@@ -67,15 +69,74 @@ async function importOne(
     return { status: 'failed', error_message: outcome.error_message };
   }
   const seconds = outcome.file.duration_seconds ?? 0;
-  if (!done) {
-    const refused = await reserveAndAdd(deps, ctx, ref, outcome, seconds);
-    if (refused) return { status: 'failed', error_message: refused.error_message };
-  }
   // Also for a file an earlier attempt imported: a crash may have come before its settlement or its charge.
-  await ctx.settle('media_seconds', ref, seconds);
-  await ctx.charge(ref, seconds);
+  const refused = await addAndSpend(deps, ctx, ref, outcome, seconds);
+  if (refused) return { status: 'failed', error_message: refused.error_message };
   ctx.log.info({ ref, seconds, bytes: outcome.file.size_bytes, words: outcome.transcript?.word_count }, 'media file imported');
   return { status: 'success', duration_seconds: seconds, ...transcriptStatus(outcome) };
+}
+
+/** Tries of `addAndSpend` before the attempt fails (and is retried): each lost to a stream another writer moved. */
+const SPEND_TRIES = 10;
+
+/**
+ * The file's seconds reserved, the file added to the project (unless an earlier attempt added
+ * it), the reservation settled and the seconds charged: in one commit (`ctx.spend`), where these
+ * were four awaited appends, each its own commit. A stream that moved meanwhile decides it all
+ * again from the streams as they are (what was made stays made, and every step is idempotent).
+ * A refusal, by the project or the balance, goes the way of one step after another
+ * (`stepByStep`), which says why and gives back what must go back. Resolves the refusal, or null.
+ */
+async function addAndSpend(
+  deps: ImportWorkDeps,
+  ctx: JobContext,
+  ref: string,
+  outcome: FileOutcome,
+  seconds: number,
+): Promise<{ error_message: string } | null> {
+  for (let tries = 0; tries < SPEND_TRIES; tries++) {
+    const { state, revision } = await deps.on.projects.load(ctx.job.project_id);
+    const added = state.exists && state.media.get(ref)?.job_id === ctx.job.job_id;
+    const add = added ? [] : addMediaAppend(deps, ctx, outcome, state, revision);
+    if (add === null) return stepByStep(deps, ctx, ref, outcome, seconds);
+    const spent = await ctx
+      .spend('media_seconds', ref, { amount: seconds, used: seconds, reserve: !added }, add)
+      .catch((err: unknown) => (isPaymentRefusal(err) ? null : Promise.reject(err)));
+    if (spent === null) return stepByStep(deps, ctx, ref, outcome, seconds);
+    if (spent) return null;
+  }
+  throw new AppError('unavailable', `too many concurrent changes while adding ${ref}; trying again`, { retriable: true });
+}
+
+/** The file's `AddMedia` as an append on the project as read; null when the project refuses it. */
+function addMediaAppend(
+  deps: ImportWorkDeps,
+  ctx: JobContext,
+  { file, transcript }: FileOutcome,
+  state: ProjectState,
+  revision: number | null,
+) {
+  const command: ProjectCommand = { type: 'AddMedia', file, transcript, now: now(deps) };
+  if (isRejection(projectDecider.decide(command, state))) return null;
+  return [decideAt(streams.project(ctx.job.project_id), projectDecider, state, revision, command, projectWrite(deps, ctx))];
+}
+
+/** Reserve, add, settle and charge, each awaited: where the project or the balance refuses the file, this says why. */
+async function stepByStep(
+  deps: ImportWorkDeps,
+  ctx: JobContext,
+  ref: string,
+  outcome: FileOutcome,
+  seconds: number,
+): Promise<{ error_message: string } | null> {
+  const { state } = await deps.on.projects.load(ctx.job.project_id);
+  if (!(state.exists && state.media.get(ref)?.job_id === ctx.job.job_id)) {
+    const refused = await reserveAndAdd(deps, ctx, ref, outcome, seconds);
+    if (refused) return refused;
+  }
+  await ctx.settle('media_seconds', ref, seconds);
+  await ctx.charge(ref, seconds);
+  return null;
 }
 
 /**
@@ -140,20 +201,25 @@ const MEDIA_NAMESPACE = '0b8f3f8e-5a4c-4b7e-9d2a-6c1e0f4a7b33';
 /** The asset id of media that did not come as an upload: a name-based UUID of project and reference, the same on every retry. */
 export const mediaAssetId = (projectId: string, ref: string): string => uuidv5(`${projectId}\n${ref}`, MEDIA_NAMESPACE);
 
+const isPaymentRefusal = (err: unknown): err is AppError => err instanceof AppError && err.code === 'payment_required';
+
 /** A reservation the balance cannot cover fails the file; anything else is retried. */
 function paymentRefusal(err: unknown): { error_message: string } {
-  if (err instanceof AppError && err.code === 'payment_required') return { error_message: err.message };
+  if (isPaymentRefusal(err)) return { error_message: err.message };
   throw err;
 }
 
 export const now = (deps: ImportWorkDeps) => deps.clock.now().toISOString();
 
+/** How the job writes on its project: recorded as caused by the job. */
+const projectWrite = (deps: ImportWorkDeps, ctx: JobContext) => ({
+  newId: deps.ids.uuidv7,
+  metadata: { partition_key: ctx.job.project_id, drive_id: ctx.job.drive_id, causation_id: ctx.job.job_id },
+});
+
 /** A command on the job's project, recorded as caused by the job. */
 export const onProject = (deps: ImportWorkDeps, ctx: JobContext, command: ProjectCommand) =>
-  deps.on.projects.handle(ctx.job.project_id, command, {
-    newId: deps.ids.uuidv7,
-    metadata: { partition_key: ctx.job.project_id, drive_id: ctx.job.drive_id, causation_id: ctx.job.job_id },
-  });
+  deps.on.projects.handle(ctx.job.project_id, command, projectWrite(deps, ctx));
 
 /**
  * A failure while fetching, storing, probing or transcribing one file becomes that file's `error_message`.
