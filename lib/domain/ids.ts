@@ -1,4 +1,5 @@
 /** Identifier formats (DESIGN §3). Pure: generation is an input (ports/clock.ts). */
+import { createHash } from 'node:crypto';
 import { v5 as uuidv5 } from 'uuid';
 
 export const IMPORT_JOB_PREFIX = 'project-media-import-';
@@ -23,7 +24,19 @@ const COMPOSITION_NAMESPACE = '5b0f2f55-6c1e-4f0e-9a43-0e4b1c2d7a10';
 export const compositionCandidates = (origin: string): string[] => Array.from({ length: CANDIDATES }, (_, n) => candidate(origin, n));
 
 const CANDIDATES = 16;
-const candidate = (origin: string, n: number): string => uuidv5(`${origin}#${n}`, COMPOSITION_NAMESPACE);
+// Its bytes, parsed once: given as text, uuid's v5 parses the namespace again on every call.
+const NAMESPACE_BYTES = Buffer.from(COMPOSITION_NAMESPACE.replace(/-/g, ''), 'hex');
+const candidateName = (origin: string, n: number): string => `${origin}#${n}`;
+const candidate = (origin: string, n: number): string => uuidv5(Buffer.from(candidateName(origin, n), 'utf8'), NAMESPACE_BYTES);
+
+/**
+ * `shortIdOf(candidate(origin, n))` without making the UUID: a v5 UUID is the SHA-1 of the
+ * namespace's bytes and the name's, with version and variant bits set in bytes 6 and 8, so its
+ * first five hex digits are the digest's own. The accept path makes one per new project (the
+ * UUID's text and uuid's encoding of the name were ~6 µs of it, measured).
+ */
+const candidateShortId = (origin: string, n: number): string =>
+  createHash('sha1').update(NAMESPACE_BYTES).update(candidateName(origin, n), 'utf8').digest('hex').slice(0, 5);
 
 /**
  * The short id of the first of `origin`'s candidates not in `taken`, as `AddComposition` will
@@ -32,7 +45,7 @@ const candidate = (origin: string, n: number): string => uuidv5(`${origin}#${n}`
  */
 export function firstFreeShortId(origin: string, taken: ReadonlySet<string>): string | undefined {
   for (let n = 0; n < CANDIDATES; n++) {
-    const shortId = shortIdOf(candidate(origin, n));
+    const shortId = candidateShortId(origin, n);
     if (!taken.has(shortId)) return shortId;
   }
   return undefined;
