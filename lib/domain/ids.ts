@@ -1,6 +1,6 @@
 /** Identifier formats (DESIGN §3). Pure: generation is an input (ports/clock.ts). */
-import { createHash } from 'node:crypto';
 import { v5 as uuidv5 } from 'uuid';
+import { hexDigest } from './digest';
 
 export const IMPORT_JOB_PREFIX = 'project-media-import-';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -36,7 +36,7 @@ const candidate = (origin: string, n: number): string => uuidv5(Buffer.from(cand
  * UUID's text and uuid's encoding of the name were ~6 µs of it, measured).
  */
 const candidateShortId = (origin: string, n: number): string =>
-  createHash('sha1').update(NAMESPACE_BYTES).update(candidateName(origin, n), 'utf8').digest('hex').slice(0, 5);
+  hexDigest('sha1', Buffer.concat([NAMESPACE_BYTES, Buffer.from(candidateName(origin, n), 'utf8')])).slice(0, 5);
 
 /**
  * The short id of the first of `origin`'s candidates not in `taken`, as `AddComposition` will
