@@ -1,4 +1,4 @@
-import { hexDigest } from '../domain/digest';
+import { createHash, hash } from 'node:crypto';
 import { AppError } from '../domain/errors';
 import { streams } from '../domain/ids';
 import { idempotencyDecider, idempotencyVerdict, type IdempotencyState, type IdempotencyVerdict } from '../domain/idempotency';
@@ -62,9 +62,16 @@ export type KeyedRequest = {
   recordWith(answer: RecordedAnswer): StreamAppend;
 };
 
+/**
+ * SHA-256 (hex) in one call where node has `crypto.hash` (20.12 and later), else through a Hash
+ * object: the same digest, about a microsecond less each here, and a keyed request makes two.
+ */
+const sha256Hex: (text: string) => string =
+  typeof hash === 'function' ? (text) => hash('sha256', text, 'hex') : (text) => createHash('sha256').update(text).digest('hex');
+
 /** SHA-256 (hex) of the request: method and path (parameters filled in), then the body's canonical JSON. */
 export function fingerprintOf(method: string, path: string, body: unknown): string {
-  return hexDigest('sha256', `${method} ${path}\n${canonicalJson(body)}`);
+  return sha256Hex(`${method} ${path}\n${canonicalJson(body)}`);
 }
 
 /**
@@ -88,7 +95,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** The id of `who`'s key: its stream is `streams.idempotency(id)`. */
-const keyIdOf = (who: Principal, key: string) => hexDigest('sha256', `${who.tokenId}\n${key}`);
+const keyIdOf = (who: Principal, key: string) => sha256Hex(`${who.tokenId}\n${key}`);
 
 const metadataOf = (streamId: string, who: Principal, requestId: string): EventMetadata => ({
   partition_key: streamId,
