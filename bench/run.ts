@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSqliteEventStore } from '../lib/adapters/embedded/event-store';
 import { PROJECTIONS_GROUP } from '../services/query-api/projector';
-import { compare, load, turnRatios, type LoadOptions, type LoadResult } from './load';
+import { compare, cpuPerRequest, load, turnRatios, type LoadOptions, type LoadResult } from './load';
 import { profilesByThread, summarize, type Share } from './profile';
 import { admin, build, killAll, startBaseline, startService, stop, type Started } from './processes';
 import { measureReplay } from './replay';
@@ -231,8 +231,20 @@ async function main() {
       [
         { ...post, url: `${postBaseline.url}/post` },
         // The same request, and its answer read the same way (the accept side collects job ids).
-        { ...post, url: `${postBaseline.url}/v1/jobs/import/project_media`, headers: auth, onBody: (body) => void JSON.parse(body) },
-        { ...post, url: acceptUrl, headers: auth, onBody: (body) => jobIds.push((JSON.parse(body) as { job_id: string }).job_id) },
+        {
+          ...post,
+          url: `${postBaseline.url}/v1/jobs/import/project_media`,
+          headers: auth,
+          onBody: (body) => void JSON.parse(body),
+          serverPid: postBaseline.child.pid,
+        },
+        {
+          ...post,
+          url: acceptUrl,
+          headers: auth,
+          onBody: (body) => jobIds.push((JSON.parse(body) as { job_id: string }).job_id),
+          serverPid: command.child.pid,
+        },
       ],
       ROUNDS,
     );
@@ -249,8 +261,8 @@ async function main() {
     };
     const [bareKeyed, acceptKeyed] = await compare(
       [
-        { ...keyed, url: `${postBaseline.url}/v1/jobs/import/project_media` },
-        { ...keyed, url: acceptUrl },
+        { ...keyed, url: `${postBaseline.url}/v1/jobs/import/project_media`, serverPid: postBaseline.child.pid },
+        { ...keyed, url: acceptUrl, serverPid: command.child.pid },
       ],
       ROUNDS,
     );
@@ -309,6 +321,7 @@ async function main() {
       },
       { figure: '    responses other than 201', value: String(sum(accept.unexpected)), goal: '0', met: met.all201 },
       { figure: '    ratio turn by turn', value: turns(accept, barePost) },
+      ...cpuRows(accept, barePost),
       {
         figure: '    against a bare POST /post (30-byte answer)',
         value: rate(thinPost.requestsPerSecond, 'req/s'),
@@ -328,6 +341,7 @@ async function main() {
         met: met.keyed,
       },
       { figure: '    ratio turn by turn', value: turns(acceptKeyed, bareKeyed) },
+      ...cpuRows(acceptKeyed, bareKeyed),
       { figure: '    of accept without a key', value: '', ratio: ratioOf(acceptKeyed, accept).toFixed(2) },
       ...(reads ? readRows(reads, jobIds.length, met.get ?? false) : []),
       ...(replay
@@ -387,6 +401,10 @@ async function main() {
       keyed_post_rps: Math.round(acceptKeyed.requestsPerSecond),
       keyed_post_p99_ms: acceptKeyed.p99Ms,
       keyed_post_turns: turnRatios(acceptKeyed, bareKeyed).map(round),
+      post_cpu_us: roundedCpu(cpuPerRequest(accept)),
+      bare_post_cpu_us: roundedCpu(cpuPerRequest(barePost)),
+      keyed_post_cpu_us: roundedCpu(cpuPerRequest(acceptKeyed)),
+      bare_keyed_post_cpu_us: roundedCpu(cpuPerRequest(bareKeyed)),
       post_turns: turnRatios(accept, barePost).map(round),
       post_ratio_to_thin: round(ratioOf(accept, thinPost)),
       ...(reads && {
@@ -483,6 +501,30 @@ async function measureReads(
   };
 }
 
+/**
+ * The server's CPU per request beside the bare server's, over the same turns: less moved than a
+ * rate by what else runs on the machine. The ratio is bare over service, as the rate's is.
+ */
+function cpuRows(service: LoadResult, bare: LoadResult): Row[] {
+  const [s, b] = [cpuPerRequest(service), cpuPerRequest(bare)];
+  if (!s || !b) return [];
+  const us = (n: number) => `${n.toFixed(0)} µs/req`;
+  return [
+    {
+      figure: '    CPU per request, whole process',
+      value: us(s.process),
+      baseline: us(b.process),
+      ratio: (b.process / s.process).toFixed(2),
+    },
+    {
+      figure: '    CPU per request, main thread',
+      value: us(s.mainThread),
+      baseline: us(b.mainThread),
+      ratio: (b.mainThread / s.mainThread).toFixed(2),
+    },
+  ];
+}
+
 /** The rows of (b). */
 function readRows(r: Reads, accepted: number, met: boolean): Row[] {
   const { thinGet, bareGet, jobRead, bareFirst, jobFirstRead, firstReadShare } = r;
@@ -574,6 +616,8 @@ const turns = (subject: LoadResult, bare: LoadResult) =>
 const ratioOf = (subject: LoadResult, baseline: LoadResult) => subject.requestsPerSecond / baseline.requestsPerSecond;
 const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
 const round = (x: number) => Math.round(x * 100) / 100;
+const roundedCpu = (c: { process: number; mainThread: number } | undefined) =>
+  c && { process: Math.round(c.process), main_thread: Math.round(c.mainThread) };
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => (killAll(), process.exit(130)));
 
