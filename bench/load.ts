@@ -1,4 +1,5 @@
 import autocannon from 'autocannon';
+import { readFileSync } from 'node:fs';
 
 /**
  * One load figure: autocannon in the bench's own process against a server in another. The
@@ -23,7 +24,12 @@ export type LoadOptions = {
   nextHeaders?: () => Record<string, string>;
   /** Sees every expected response's body (the accept phase collects job ids with it). */
   onBody?: (body: string) => void;
+  /** The server's process id: its CPU time over each measured turn is taken from /proc. */
+  serverPid?: number;
 };
+
+/** CPU seconds a server used: all its threads, and its main thread (the event loop) alone. */
+export type ServerCpu = { readonly process: number; readonly mainThread: number };
 
 export type LoadResult = {
   requestsPerSecond: number;
@@ -38,10 +44,32 @@ export type LoadResult = {
   samples: string[];
   /** Requests per second of each measured turn, in order (one, when not measured in turns). */
   turns: number[];
+  /** The server's CPU over the measured turns (`serverPid` given, on Linux). */
+  cpu?: ServerCpu;
 };
+
+const TICKS = 100; // USER_HZ on Linux
+
+/** utime + stime of /proc/<pid>[/task/<tid>]/stat, in seconds; undefined without /proc. */
+function cpuSeconds(path: string): number | undefined {
+  try {
+    const text = readFileSync(path, 'utf8');
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / TICKS;
+  } catch {
+    return undefined;
+  }
+}
+
+function serverCpu(pid: number | undefined): ServerCpu | undefined {
+  if (pid === undefined) return undefined;
+  const [all, main] = [cpuSeconds(`/proc/${pid}/stat`), cpuSeconds(`/proc/${pid}/task/${pid}/stat`)];
+  return all === undefined || main === undefined ? undefined : { process: all, mainThread: main };
+}
 
 async function run(options: LoadOptions, seconds: number, onBody?: (body: string) => void): Promise<LoadResult> {
   const samples: string[] = [];
+  const cpuBefore = serverCpu(options.serverPid);
   const result = await autocannon({
     url: options.url,
     connections: options.connections,
@@ -67,6 +95,7 @@ async function run(options: LoadOptions, seconds: number, onBody?: (body: string
   }
   if (result.errors > 0) unexpected.set('socket errors', result.errors);
   if (result.timeouts > 0) unexpected.set('timeouts', result.timeouts);
+  const cpuAfter = serverCpu(options.serverPid);
   return {
     requestsPerSecond: result.requests.total / result.duration,
     seconds: result.duration,
@@ -76,6 +105,10 @@ async function run(options: LoadOptions, seconds: number, onBody?: (body: string
     unexpected,
     samples,
     turns: [result.requests.total / result.duration],
+    ...(cpuBefore &&
+      cpuAfter && {
+        cpu: { process: cpuAfter.process - cpuBefore.process, mainThread: cpuAfter.mainThread - cpuBefore.mainThread },
+      }),
   };
 }
 
@@ -128,8 +161,22 @@ function merge([warm, ...measured]: (LoadResult | null)[]): LoadResult {
     unexpected,
     samples: [warm, ...measured].flatMap((r) => r?.samples ?? []).slice(0, 5),
     turns: measured.flatMap((r) => r!.turns),
+    ...(measured.every((r) => r!.cpu) && {
+      cpu: {
+        process: measured.reduce((n, r) => n + r!.cpu!.process, 0),
+        mainThread: measured.reduce((n, r) => n + r!.cpu!.mainThread, 0),
+      },
+    }),
   };
 }
+
+/**
+ * The server's CPU per request over the measured turns, in µs: all its threads and its main
+ * thread. On a machine shared with other work a rate moves with what else runs, and CPU per
+ * request moves less (see docs/decisions.md); undefined without `serverPid` or /proc.
+ */
+export const cpuPerRequest = (r: LoadResult): { process: number; mainThread: number } | undefined =>
+  r.cpu && r.total > 0 ? { process: (r.cpu.process * 1e6) / r.total, mainThread: (r.cpu.mainThread * 1e6) / r.total } : undefined;
 
 /**
  * The subject's rate over the baseline's, turn by turn (each pair ran seconds apart): shows a

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSqliteEventStore } from '../lib/adapters/embedded/event-store';
 import { PROJECTIONS_GROUP } from '../services/query-api/projector';
-import { compare, load, turnRatios, type LoadOptions, type LoadResult } from './load';
+import { compare, cpuPerRequest, load, turnRatios, type LoadOptions, type LoadResult } from './load';
 import { profilesByThread, summarize, type Share } from './profile';
 import { admin, build, killAll, startBaseline, startService, stop, type Started } from './processes';
 import { measureReplay } from './replay';
@@ -57,7 +57,7 @@ const POLLED_JOBS = Math.max(1, Math.round(num('BENCH_POLLED_JOBS', 20_000)));
 // Production's default level: the access log line per request is part of what a request costs.
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
 const PROFILE = process.env.BENCH_PROFILE === '1';
-// BENCH_ONLY=ab runs (a) and (b) only: the HTTP figures, in about a minute, while working on them.
+// BENCH_ONLY=ab runs (a) and (b) only, the HTTP figures; BENCH_ONLY=a the accept figures alone, in about a minute.
 const ONLY = process.env.BENCH_ONLY;
 const runs = (letter: string) => !ONLY || ONLY.includes(letter);
 
@@ -231,8 +231,20 @@ async function main() {
       [
         { ...post, url: `${postBaseline.url}/post` },
         // The same request, and its answer read the same way (the accept side collects job ids).
-        { ...post, url: `${postBaseline.url}/v1/jobs/import/project_media`, headers: auth, onBody: (body) => void JSON.parse(body) },
-        { ...post, url: acceptUrl, headers: auth, onBody: (body) => jobIds.push((JSON.parse(body) as { job_id: string }).job_id) },
+        {
+          ...post,
+          url: `${postBaseline.url}/v1/jobs/import/project_media`,
+          headers: auth,
+          onBody: (body) => void JSON.parse(body),
+          serverPid: postBaseline.child.pid,
+        },
+        {
+          ...post,
+          url: acceptUrl,
+          headers: auth,
+          onBody: (body) => jobIds.push((JSON.parse(body) as { job_id: string }).job_id),
+          serverPid: command.child.pid,
+        },
       ],
       ROUNDS,
     );
@@ -249,8 +261,8 @@ async function main() {
     };
     const [bareKeyed, acceptKeyed] = await compare(
       [
-        { ...keyed, url: `${postBaseline.url}/v1/jobs/import/project_media` },
-        { ...keyed, url: acceptUrl },
+        { ...keyed, url: `${postBaseline.url}/v1/jobs/import/project_media`, serverPid: postBaseline.child.pid },
+        { ...keyed, url: acceptUrl, serverPid: command.child.pid },
       ],
       ROUNDS,
     );
@@ -258,47 +270,8 @@ async function main() {
     await stop(postBaseline);
     if (jobIds.length === 1) throw new Error(`no import was accepted under load in (a): ${accept.samples.join(' | ') || 'no responses'}`);
 
-    const polled = spread(jobIds, POLLED_JOBS);
-    const unread = jobIds.filter((_, i) => !polled.taken.has(i));
-    phase(
-      `(b) GET: query-api projects the ${jobIds.length} accepted jobs, then bare Koa (two baselines) and GET /v1/jobs/{id} in turns, ` +
-        `polling ${polled.ids.length} of them; then first reads of the other ${unread.length}`,
-    );
-    const query = await startService('query-api', env, join(dataDir, 'query-api.log'));
-    started.push(query);
-    await projectionCaughtUp(dataDir);
-    const get: Omit<LoadOptions, 'url'> = { ...common, method: 'GET', expect: 200 };
-    const getAnswer = await sampleAnswer(`${query.url}/v1/jobs/${polled.ids[0]}`, { headers: auth });
-    const getBaseline = await startBaseline({ BASELINE_GET_ANSWER: getAnswer });
-    started.push(getBaseline);
-    const rotating = (ids: readonly string[]) => {
-      let next = 0;
-      return { nextPath: () => `/v1/jobs/${ids[next++ % ids.length]}`, reads: () => next };
-    };
-    const [thinGet, bareGet, jobRead] = await compare(
-      [
-        { ...get, url: `${getBaseline.url}/get` },
-        { ...get, url: getBaseline.url, headers: auth, nextPath: rotating(polled.ids).nextPath },
-        { ...get, url: query.url, headers: auth, nextPath: rotating(polled.ids).nextPath },
-      ],
-      ROUNDS,
-    );
-    // Reads of jobs nobody read before (no kept answer, no page in memory): what a client's
-    // first poll of each job costs. A third of DURATION, in 1 s turns: few enough reads that each
-    // of the jobs not polled is read once (the share printed says whether they were).
-    const coldIds = unread.length > 0 ? unread : polled.ids;
-    const firstReads = rotating(coldIds);
-    const coldSeconds = Math.max(1, Math.round(DURATION / 3));
-    const [bareFirst, jobFirstRead] = await compare(
-      [
-        { ...get, warmupSeconds: 0, seconds: coldSeconds, url: getBaseline.url, headers: auth, nextPath: rotating(coldIds).nextPath },
-        { ...get, warmupSeconds: 0, seconds: coldSeconds, url: query.url, headers: auth, nextPath: firstReads.nextPath },
-      ],
-      coldSeconds,
-    );
-    const firstReadShare = unread.length === 0 ? 0 : Math.min(1, unread.length / Math.max(1, firstReads.reads()));
-    await stop(query);
-    await stop(getBaseline);
+    // (b) needs the jobs (a) accepted; BENCH_ONLY=a leaves it out (the accept figures in about a minute).
+    const reads = runs('b') ? await measureReads(env, dataDir, started, auth, common, jobIds) : undefined;
 
     if (runs('c')) phase(`(c) replay of ${REPLAY_JOBS} seeded jobs (${REPLAY_JOBS * 5} events)`);
     const replay = runs('c') ? await measureReplay(REPLAY_JOBS) : undefined;
@@ -311,21 +284,17 @@ async function main() {
 
     const postRatio = ratioOf(accept, barePost);
     const keyedRatio = ratioOf(acceptKeyed, bareKeyed);
-    const getRatio = ratioOf(jobRead, bareGet);
-    const firstReadRatio = ratioOf(jobFirstRead, bareFirst);
+    const getRatio = reads && ratioOf(reads.jobRead, reads.bareGet);
     const met = {
       post: postRatio >= GOALS.postRatio,
       p99: accept.p99Ms <= GOALS.postP99Ms,
       all201: accept.unexpected.size === 0,
       keyed: keyedRatio >= GOALS.keyedPostRatio && acceptKeyed.unexpected.size === 0,
-      get: getRatio >= GOALS.getRatio && jobRead.unexpected.size === 0 && jobFirstRead.unexpected.size === 0,
+      ...(reads && {
+        get: getRatio! >= GOALS.getRatio && reads.jobRead.unexpected.size === 0 && reads.jobFirstRead.unexpected.size === 0,
+      }),
       ...(replay ? { replay: replay.replayPerSecond >= GOALS.replayPerSecond } : {}),
     };
-    const ms = (r: LoadResult) => `p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms`;
-    const turns = (subject: LoadResult, bare: LoadResult) =>
-      turnRatios(subject, bare)
-        .map((r) => r.toFixed(2))
-        .join(' ');
     console.log(
       `\nnode ${process.version}, ${CONNECTIONS} connections, ${WARMUP} s warm-up + ${DURATION} s per HTTP figure, ` +
         `services on embedded adapters with LOG_LEVEL=${LOG_LEVEL}\n`,
@@ -352,6 +321,7 @@ async function main() {
       },
       { figure: '    responses other than 201', value: String(sum(accept.unexpected)), goal: '0', met: met.all201 },
       { figure: '    ratio turn by turn', value: turns(accept, barePost) },
+      ...cpuRows(accept, barePost),
       {
         figure: '    against a bare POST /post (30-byte answer)',
         value: rate(thinPost.requestsPerSecond, 'req/s'),
@@ -371,31 +341,9 @@ async function main() {
         met: met.keyed,
       },
       { figure: '    ratio turn by turn', value: turns(acceptKeyed, bareKeyed) },
+      ...cpuRows(acceptKeyed, bareKeyed),
       { figure: '    of accept without a key', value: '', ratio: ratioOf(acceptKeyed, accept).toFixed(2) },
-      { figure: '(b) bare Koa GET, the same exchange (baseline)', value: rate(bareGet.requestsPerSecond, 'req/s'), baseline: ms(bareGet) },
-      {
-        figure: '(b) GET /v1/jobs/{id}',
-        value: rate(jobRead.requestsPerSecond, 'req/s'),
-        baseline: ms(jobRead),
-        ratio: getRatio.toFixed(2),
-        goal: `>= ${GOALS.getRatio}`,
-        met: met.get,
-      },
-      // The first turn holds the first read of every polled job: it costs more than a repeat.
-      { figure: '    ratio turn by turn', value: turns(jobRead, bareGet) },
-      { figure: `    jobs polled (of ${jobIds.length} accepted)`, value: polled.ids.length.toLocaleString('en-US') },
-      {
-        figure: '    against a bare GET /get (30-byte answer)',
-        value: rate(thinGet.requestsPerSecond, 'req/s'),
-        ratio: ratioOf(jobRead, thinGet).toFixed(2),
-      },
-      {
-        figure: '(b) GET /v1/jobs/{id}, first reads only',
-        value: rate(jobFirstRead.requestsPerSecond, 'req/s'),
-        baseline: rate(bareFirst.requestsPerSecond, 'req/s'),
-        ratio: firstReadRatio.toFixed(2),
-      },
-      { figure: '    share of those reads that were first reads', value: `${Math.round(firstReadShare * 100)} %` },
+      ...(reads ? readRows(reads, jobIds.length, met.get ?? false) : []),
       ...(replay
         ? [
             { figure: '(c) $all read (baseline)', value: rate(replay.readPerSecond, 'events/s') },
@@ -422,19 +370,25 @@ async function main() {
     ]);
     describeUnexpected('(a) accept', accept);
     describeUnexpected('(a) accept with Idempotency-Key', acceptKeyed);
-    describeUnexpected('(b) GET /v1/jobs/{id}', jobRead);
-    describeUnexpected('(b) GET /v1/jobs/{id}, first reads', jobFirstRead);
+    if (reads) describeUnexpected('(b) GET /v1/jobs/{id}', reads.jobRead);
+    if (reads) describeUnexpected('(b) GET /v1/jobs/{id}, first reads', reads.jobFirstRead);
 
     if (PROFILE) {
       console.log(
         '\nCPU profiles (separate runs, no warm-up; busy is wall time on the thread, so blocking calls and time lost to other threads count)',
       );
       // query-api first: after the accept load its projector would spend the profile catching up.
-      await profile('query-api', env, dataDir, (url) =>
-        load({ ...get, warmupSeconds: 0, url, headers: auth, nextPath: rotating(polled.ids).nextPath }),
-      );
+      if (reads) await profile('query-api', env, dataDir, reads.pollingLoad);
       await profile('command-api', env, dataDir, (url) =>
         load({ ...post, warmupSeconds: 0, url: `${url}/v1/jobs/import/project_media`, headers: auth }),
+      );
+      // The keyed path's own costs (the key's hashes, its record in the batch, on both threads).
+      await profile(
+        'command-api',
+        env,
+        dataDir,
+        (url) => load({ ...keyed, warmupSeconds: 0, url: `${url}/v1/jobs/import/project_media` }),
+        'command-api with Idempotency-Key',
       );
     }
 
@@ -447,12 +401,18 @@ async function main() {
       keyed_post_rps: Math.round(acceptKeyed.requestsPerSecond),
       keyed_post_p99_ms: acceptKeyed.p99Ms,
       keyed_post_turns: turnRatios(acceptKeyed, bareKeyed).map(round),
-      get_ratio: round(getRatio),
-      get_first_read_ratio: round(firstReadRatio),
+      post_cpu_us: roundedCpu(cpuPerRequest(accept)),
+      bare_post_cpu_us: roundedCpu(cpuPerRequest(barePost)),
+      keyed_post_cpu_us: roundedCpu(cpuPerRequest(acceptKeyed)),
+      bare_keyed_post_cpu_us: roundedCpu(cpuPerRequest(bareKeyed)),
       post_turns: turnRatios(accept, barePost).map(round),
-      get_turns: turnRatios(jobRead, bareGet).map(round),
       post_ratio_to_thin: round(ratioOf(accept, thinPost)),
-      get_ratio_to_thin: round(ratioOf(jobRead, thinGet)),
+      ...(reads && {
+        get_ratio: round(getRatio!),
+        get_first_read_ratio: round(ratioOf(reads.jobFirstRead, reads.bareFirst)),
+        get_turns: turnRatios(reads.jobRead, reads.bareGet).map(round),
+        get_ratio_to_thin: round(ratioOf(reads.jobRead, reads.thinGet)),
+      }),
       replay_events_per_s: replay?.replayPerSecond,
       search_one_word_p99_ms: search?.oneWord.p99,
       search_phrase_p99_ms: search?.phrase.p99,
@@ -467,6 +427,136 @@ async function main() {
   }
 }
 
+type Reads = {
+  thinGet: LoadResult;
+  bareGet: LoadResult;
+  jobRead: LoadResult;
+  bareFirst: LoadResult;
+  jobFirstRead: LoadResult;
+  firstReadShare: number;
+  polled: number;
+  /** Loads the query API at `url` as the polling figure does (the profile's load). */
+  pollingLoad: (url: string) => Promise<LoadResult>;
+};
+
+/** (b): query-api projects what (a) accepted, then the polling figure and the first reads, each against the bare GET in turns. */
+async function measureReads(
+  env: Record<string, string>,
+  dataDir: string,
+  started: (Started | undefined)[],
+  auth: Record<string, string>,
+  common: { connections: number; warmupSeconds: number; seconds: number },
+  jobIds: readonly string[],
+): Promise<Reads> {
+  const polled = spread(jobIds, POLLED_JOBS);
+  const unread = jobIds.filter((_, i) => !polled.taken.has(i));
+  phase(
+    `(b) GET: query-api projects the ${jobIds.length} accepted jobs, then bare Koa (two baselines) and GET /v1/jobs/{id} in turns, ` +
+      `polling ${polled.ids.length} of them; then first reads of the other ${unread.length}`,
+  );
+  const query = await startService('query-api', env, join(dataDir, 'query-api.log'));
+  started.push(query);
+  await projectionCaughtUp(dataDir);
+  const get: Omit<LoadOptions, 'url'> = { ...common, method: 'GET', expect: 200 };
+  const getAnswer = await sampleAnswer(`${query.url}/v1/jobs/${polled.ids[0]}`, { headers: auth });
+  const getBaseline = await startBaseline({ BASELINE_GET_ANSWER: getAnswer });
+  started.push(getBaseline);
+  const rotating = (ids: readonly string[]) => {
+    let next = 0;
+    return { nextPath: () => `/v1/jobs/${ids[next++ % ids.length]}`, reads: () => next };
+  };
+  const [thinGet, bareGet, jobRead] = await compare(
+    [
+      { ...get, url: `${getBaseline.url}/get` },
+      { ...get, url: getBaseline.url, headers: auth, nextPath: rotating(polled.ids).nextPath },
+      { ...get, url: query.url, headers: auth, nextPath: rotating(polled.ids).nextPath },
+    ],
+    ROUNDS,
+  );
+  // Reads of jobs nobody read before (no kept answer, no page in memory): what a client's
+  // first poll of each job costs. A third of DURATION, in 1 s turns: few enough reads that each
+  // of the jobs not polled is read once (the share printed says whether they were).
+  const coldIds = unread.length > 0 ? unread : polled.ids;
+  const firstReads = rotating(coldIds);
+  const coldSeconds = Math.max(1, Math.round(DURATION / 3));
+  const [bareFirst, jobFirstRead] = await compare(
+    [
+      { ...get, warmupSeconds: 0, seconds: coldSeconds, url: getBaseline.url, headers: auth, nextPath: rotating(coldIds).nextPath },
+      { ...get, warmupSeconds: 0, seconds: coldSeconds, url: query.url, headers: auth, nextPath: firstReads.nextPath },
+    ],
+    coldSeconds,
+  );
+  const firstReadShare = unread.length === 0 ? 0 : Math.min(1, unread.length / Math.max(1, firstReads.reads()));
+  await stop(query);
+  await stop(getBaseline);
+  return {
+    thinGet,
+    bareGet,
+    jobRead,
+    bareFirst,
+    jobFirstRead,
+    firstReadShare,
+    polled: polled.ids.length,
+    pollingLoad: (url) => load({ ...get, warmupSeconds: 0, url, headers: auth, nextPath: rotating(polled.ids).nextPath }),
+  };
+}
+
+/**
+ * The server's CPU per request beside the bare server's, over the same turns: less moved than a
+ * rate by what else runs on the machine. The ratio is bare over service, as the rate's is.
+ */
+function cpuRows(service: LoadResult, bare: LoadResult): Row[] {
+  const [s, b] = [cpuPerRequest(service), cpuPerRequest(bare)];
+  if (!s || !b) return [];
+  const us = (n: number) => `${n.toFixed(0)} µs/req`;
+  return [
+    {
+      figure: '    CPU per request, whole process',
+      value: us(s.process),
+      baseline: us(b.process),
+      ratio: (b.process / s.process).toFixed(2),
+    },
+    {
+      figure: '    CPU per request, main thread',
+      value: us(s.mainThread),
+      baseline: us(b.mainThread),
+      ratio: (b.mainThread / s.mainThread).toFixed(2),
+    },
+  ];
+}
+
+/** The rows of (b). */
+function readRows(r: Reads, accepted: number, met: boolean): Row[] {
+  const { thinGet, bareGet, jobRead, bareFirst, jobFirstRead, firstReadShare } = r;
+  const getRatio = ratioOf(jobRead, bareGet);
+  return [
+    { figure: '(b) bare Koa GET, the same exchange (baseline)', value: rate(bareGet.requestsPerSecond, 'req/s'), baseline: ms(bareGet) },
+    {
+      figure: '(b) GET /v1/jobs/{id}',
+      value: rate(jobRead.requestsPerSecond, 'req/s'),
+      baseline: ms(jobRead),
+      ratio: getRatio.toFixed(2),
+      goal: `>= ${GOALS.getRatio}`,
+      met,
+    },
+    // The first turn holds the first read of every polled job: it costs more than a repeat.
+    { figure: '    ratio turn by turn', value: turns(jobRead, bareGet) },
+    { figure: `    jobs polled (of ${accepted} accepted)`, value: r.polled.toLocaleString('en-US') },
+    {
+      figure: '    against a bare GET /get (30-byte answer)',
+      value: rate(thinGet.requestsPerSecond, 'req/s'),
+      ratio: ratioOf(jobRead, thinGet).toFixed(2),
+    },
+    {
+      figure: '(b) GET /v1/jobs/{id}, first reads only',
+      value: rate(jobFirstRead.requestsPerSecond, 'req/s'),
+      baseline: rate(bareFirst.requestsPerSecond, 'req/s'),
+      ratio: ratioOf(jobFirstRead, bareFirst).toFixed(2),
+    },
+    { figure: '    share of those reads that were first reads', value: `${Math.round(firstReadShare * 100)} %` },
+  ];
+}
+
 /**
  * A separate, profiled run of a service under its load, after the measured ones: the profiler's
  * overhead stays out of the figures. `--cpu-prof` writes a file per thread on exit.
@@ -476,17 +566,18 @@ async function profile(
   env: Record<string, string>,
   dataDir: string,
   loadOn: (url: string) => Promise<LoadResult>,
+  label: string = name,
 ) {
-  const dir = join(dataDir, `profile-${name}`);
+  const dir = join(dataDir, `profile-${label.replace(/\W+/g, '-')}`);
   mkdirSync(dir);
   const service = await startService(name, env, join(dataDir, `${name}-profiled.log`), ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
   const { total } = await loadOn(service.url);
   await stop(service);
   const [main, ...others] = profilesByThread(dir);
-  if (!main) return console.log(`\nno CPU profile of ${name} was written`);
+  if (!main) return console.log(`\nno CPU profile of ${label} was written`);
   const s = summarize(main.file, 16);
   printProfile(
-    `${name} main thread`,
+    `${label} main thread`,
     [
       { title: 'self time by package or file', rows: s.selfByArea },
       { title: 'self time by function', rows: s.selfByFunction },
@@ -497,7 +588,7 @@ async function profile(
   );
   for (const other of others) {
     const t = summarize(other.file, 3);
-    printProfile(`${name} thread ${other.thread} (the event store's)`, [{ title: 'self time', rows: t.selfByFunction }], t.busyMs, total);
+    printProfile(`${label} thread ${other.thread} (the event store's)`, [{ title: 'self time', rows: t.selfByFunction }], t.busyMs, total);
   }
 }
 
@@ -517,9 +608,16 @@ function spread(ids: readonly string[], count: number): { ids: string[]; taken: 
   return { ids: [...taken].map((i) => ids[i]), taken };
 }
 
+const ms = (r: LoadResult) => `p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms`;
+const turns = (subject: LoadResult, bare: LoadResult) =>
+  turnRatios(subject, bare)
+    .map((r) => r.toFixed(2))
+    .join(' ');
 const ratioOf = (subject: LoadResult, baseline: LoadResult) => subject.requestsPerSecond / baseline.requestsPerSecond;
 const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
 const round = (x: number) => Math.round(x * 100) / 100;
+const roundedCpu = (c: { process: number; mainThread: number } | undefined) =>
+  c && { process: Math.round(c.process), main_thread: Math.round(c.mainThread) };
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => (killAll(), process.exit(130)));
 

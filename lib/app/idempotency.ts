@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { AppError } from '../domain/errors';
 import { streams } from '../domain/ids';
 import { idempotencyDecider, idempotencyVerdict, type IdempotencyState, type IdempotencyVerdict } from '../domain/idempotency';
@@ -62,29 +62,40 @@ export type KeyedRequest = {
   recordWith(answer: RecordedAnswer): StreamAppend;
 };
 
+/**
+ * SHA-256 (hex) in one call where node has `crypto.hash` (20.12 and later), else through a Hash
+ * object: the same digest, about a microsecond less each here, and a keyed request makes two.
+ */
+const sha256Hex: (text: string) => string =
+  typeof hash === 'function' ? (text) => hash('sha256', text, 'hex') : (text) => createHash('sha256').update(text).digest('hex');
+
 /** SHA-256 (hex) of the request: method and path (parameters filled in), then the body's canonical JSON. */
 export function fingerprintOf(method: string, path: string, body: unknown): string {
-  return createHash('sha256')
-    .update(`${method} ${path}\n${canonicalJson(body)}`)
-    .digest('hex');
+  return sha256Hex(`${method} ${path}\n${canonicalJson(body)}`);
 }
 
-/** JSON with every object's keys sorted, at every depth: two bodies that parse alike read alike. */
+/**
+ * JSON with every object's keys sorted, at every depth: two bodies that parse alike read alike.
+ * (Written out rather than with filter, map and join: one string built as it goes.)
+ */
 export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const o = value as Record<string, unknown>;
-    const fields = Object.keys(o)
-      .filter((k) => o[k] !== undefined)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`);
-    return `{${fields.join(',')}}`;
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) {
+    let text = '[';
+    for (let i = 0; i < value.length; i++) text += (i === 0 ? '' : ',') + canonicalJson(value[i]);
+    return `${text}]`;
   }
-  return JSON.stringify(value) ?? 'null';
+  const o = value as Record<string, unknown>;
+  let text = '{';
+  for (const k of Object.keys(o).sort()) {
+    if (o[k] === undefined) continue;
+    text += `${text === '{' ? '' : ','}${JSON.stringify(k)}:${canonicalJson(o[k])}`;
+  }
+  return `${text}}`;
 }
 
 /** The id of `who`'s key: its stream is `streams.idempotency(id)`. */
-const keyIdOf = (who: Principal, key: string) => createHash('sha256').update(`${who.tokenId}\n${key}`).digest('hex');
+const keyIdOf = (who: Principal, key: string) => sha256Hex(`${who.tokenId}\n${key}`);
 
 const metadataOf = (streamId: string, who: Principal, requestId: string): EventMetadata => ({
   partition_key: streamId,

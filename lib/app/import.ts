@@ -139,13 +139,14 @@ export async function prepareImport(
   const project = body.project_id ? await loadExistingProject(deps, who, body.project_id) : null;
   const existing = project?.media ?? new Set<string>();
   const now = deps.clock.now().toISOString();
-  // Whole seconds: the signed URL carries its expiry in Unix seconds, and the job must agree with it.
-  const expiresAt = new Date(Math.floor((Date.parse(now) + deps.uploadTtlMs) / 1000) * 1000).toISOString();
+  // Whole seconds: the signed URL carries its expiry in Unix seconds, and the job must agree with
+  // it. Worked out only for an upload item (most imports have none), the same for each.
+  const expiresAt = () => new Date(Math.floor((Date.parse(now) + deps.uploadTtlMs) / 1000) * 1000).toISOString();
   const plan = planImport(body, existing, {
     urlRefusal: deps.urlRefusal,
     maxFileBytes: deps.mediaMaxBytes,
     maxUploadBytes: deps.uploadBytesPerRequest ?? DEFAULT_UPLOAD_BYTES_PER_REQUEST,
-    newUpload: () => ({ asset_id: deps.ids.uuid(), artifact_id: deps.ids.uuid(), expires_at: expiresAt }),
+    newUpload: () => ({ asset_id: deps.ids.uuid(), artifact_id: deps.ids.uuid(), expires_at: expiresAt() }),
   });
   if (plan.media.some(([, item]) => !isSequenceItem(item))) {
     // Each file is checked again when it is imported; this only refuses a drive that could import nothing.

@@ -1,5 +1,5 @@
 /** Identifier formats (DESIGN §3). Pure: generation is an input (ports/clock.ts). */
-import { v5 as uuidv5 } from 'uuid';
+import { parse as parseUuid, v5 as uuidv5 } from 'uuid';
 
 export const IMPORT_JOB_PREFIX = 'project-media-import-';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -23,7 +23,22 @@ const COMPOSITION_NAMESPACE = '5b0f2f55-6c1e-4f0e-9a43-0e4b1c2d7a10';
 export const compositionCandidates = (origin: string): string[] => Array.from({ length: CANDIDATES }, (_, n) => candidate(origin, n));
 
 const CANDIDATES = 16;
-const candidate = (origin: string, n: number): string => uuidv5(`${origin}#${n}`, COMPOSITION_NAMESPACE);
+// Its bytes, parsed once (given as text, uuid's v5 parses the namespace twice on every call), and
+// the name as UTF-8 bytes, which is what v5 hashes (its own encoding of a string costs more).
+const NAMESPACE_BYTES = parseUuid(COMPOSITION_NAMESPACE);
+const candidateName = (origin: string, n: number): Uint8Array => Buffer.from(`${origin}#${n}`, 'utf8');
+const candidate = (origin: string, n: number): string => uuidv5(candidateName(origin, n), NAMESPACE_BYTES);
+const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, '0'));
+
+/**
+ * `shortIdOf(candidate(origin, n))` from the UUID's bytes, without its text: the first five hex
+ * digits are those of its first two bytes and a half. The accept path makes one per new project;
+ * the namespace parsed twice, the name's encoding and the UUID's text were ~6 µs of it, measured.
+ */
+function candidateShortId(origin: string, n: number): string {
+  const bytes = uuidv5(candidateName(origin, n), NAMESPACE_BYTES, new Uint8Array(16));
+  return HEX[bytes[0]] + HEX[bytes[1]] + HEX[bytes[2]][0];
+}
 
 /**
  * The short id of the first of `origin`'s candidates not in `taken`, as `AddComposition` will
@@ -32,7 +47,7 @@ const candidate = (origin: string, n: number): string => uuidv5(`${origin}#${n}`
  */
 export function firstFreeShortId(origin: string, taken: ReadonlySet<string>): string | undefined {
   for (let n = 0; n < CANDIDATES; n++) {
-    const shortId = shortIdOf(candidate(origin, n));
+    const shortId = candidateShortId(origin, n);
     if (!taken.has(shortId)) return shortId;
   }
   return undefined;
