@@ -243,13 +243,19 @@ export class AppErrorWithHeaders extends AppError {
   }
 }
 
-/** What an error answers: the spec's body, its status and headers. Anything unexpected is a logged 500 that leaks nothing. */
+/**
+ * What an error answers: the spec's body, its status and headers. Anything unexpected is a 500
+ * that leaks nothing, logged as an error with its stack. A 503 `unavailable` is a state the
+ * service expects and clients retry (starting up, a worker restarting, a store or disk fault):
+ * a warning with its code, message and cause.
+ */
 export function errorResponse(
   err: unknown,
   log: () => Logger,
 ): { status: number; body: Record<string, unknown>; headers: Readonly<Record<string, string>> } {
   const appError = toAppError(err);
-  if (appError.status >= 500) log().error({ err }, 'request failed');
+  if (appError.code === 'unavailable') log().warn({ err: appError, cause: causeOf(appError) }, 'request answered 503 unavailable');
+  else if (appError.status >= 500) log().error({ err }, 'request failed');
   return { status: appError.status, body: appError.toBody(), headers: appError instanceof AppErrorWithHeaders ? appError.headers : {} };
 }
 
@@ -264,6 +270,9 @@ export const errorHandler = (): Middleware => async (ctx, next) => {
     ctx.body = answer.body;
   }
 };
+
+/** What lies under an error, for operators (a storage fault's path and SQLite code); undefined when nothing does. */
+const causeOf = (err: Error): string | undefined => (err.cause instanceof Error ? err.cause.message : undefined);
 
 function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { AppError } from '../../lib/domain/errors';
-import { accessLogger, infoLine } from '../../lib/http/middleware';
+import { accessLogger, errorResponse, infoLine } from '../../lib/http/middleware';
 import { LOG_OPTIONS, prettyLine, prettyLines } from '../../lib/logger';
 import { waitFor } from '../fixtures/wait';
 
@@ -123,6 +123,24 @@ describe('access log', () => {
     const [expected, bug] = lines.map((line) => JSON.parse(line) as { level: string; err: Record<string, unknown> });
     assert.deepEqual(expected.err, { type: 'AppError', code: 'unavailable', message: 'too many concurrent changes to job-1; try again' });
     assert.equal(expected.level, 'warn');
+    assert.match(String(bug.err.stack), /TypeError: x is undefined\n\s+at /);
+  });
+
+  it('logs a 503 unavailable as a warning with its cause and no stack, an unexpected error as an error with its stack', async () => {
+    const lines: string[] = [];
+    const logger = loggerInto(lines, 'info');
+    const fault = new AppError('unavailable', 'the event store is read-only', { retriable: true });
+    fault.cause = new Error('/data/events.sqlite (SQLITE_READONLY)');
+    assert.equal(errorResponse(fault, () => logger).status, 503);
+    assert.equal(errorResponse(new TypeError('x is undefined'), () => logger).status, 500);
+    await waitFor(() => lines.length === 2, { what: 'both lines' });
+    const [expected, bug] = lines.map(
+      (line) => JSON.parse(line) as { level: string; msg: string; cause?: string; err: Record<string, unknown> },
+    );
+    assert.equal(expected.level, 'warn');
+    assert.equal(expected.cause, '/data/events.sqlite (SQLITE_READONLY)');
+    assert.equal(expected.err.stack, undefined);
+    assert.equal(bug.level, 'error');
     assert.match(String(bug.err.stack), /TypeError: x is undefined\n\s+at /);
   });
 
