@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -193,6 +193,33 @@ describe('embedded EventStore: one writer per file, other processes append throu
       await store.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('refuses a second writer on the same file while the first one answers, and replaces a socket nobody answers', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'es-'));
+    const path = join(dir, 'events.sqlite');
+    const socket = join(dir, 'events.sock');
+    const first = createSqliteEventStore({ path, serveWriters: { socketPath: socket } });
+    try {
+      await first.writersListening();
+      const second = createSqliteEventStore({ path, serveWriters: { socketPath: socket } });
+      await assert.rejects(second.writersListening(), /another process is the writer of this events file/);
+      await second.close();
+      const via = createSqliteEventStore({ path, writerSocket: socket });
+      assert.equal(
+        (await via.append('still', [{ id: randomUUID(), type: 'T', data: {}, metadata: { partition_key: 'k' } }], 'no_stream')).ok,
+        true,
+      );
+      await via.close();
+    } finally {
+      await first.close();
+    }
+    // The first is gone and its socket file may stay behind (a kill -9): the next writer takes it over.
+    writeFileSync(socket, '');
+    const next = createSqliteEventStore({ path, serveWriters: { socketPath: socket } });
+    await next.writersListening();
+    await next.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('answers every batch in flight when the writer goes away: committed, or failed, never left waiting', async () => {

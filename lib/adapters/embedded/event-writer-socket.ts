@@ -74,12 +74,17 @@ export function serveWriters(socketPath: string, service: WriterService): { clos
       });
     });
   });
-  // A socket left by a process that ended without closing it would refuse the bind.
-  rmSync(socketPath, { force: true });
   server.once('error', (err) => service.onListenFailed(err));
-  server.listen(socketPath, () => {
-    chmodSync(socketPath, 0o600);
-    service.onListening();
+  void answers(socketPath).then((alive) => {
+    // Another process is this file's writer (a second `npm start` on the same DATA_DIR): two
+    // writers would take each other's workers, so this one does not start.
+    if (alive) return service.onListenFailed(new Error(`another process is the writer of this events file (${socketPath} answers)`));
+    // A socket left by a process that ended without closing it would refuse the bind.
+    rmSync(socketPath, { force: true });
+    server.listen(socketPath, () => {
+      chmodSync(socketPath, 0o600);
+      service.onListening();
+    });
   });
   return {
     close: () =>
@@ -89,6 +94,14 @@ export function serveWriters(socketPath: string, service: WriterService): { clos
       }),
   };
 }
+
+/** Whether a process listens on `socketPath` now. */
+const answers = (socketPath: string) =>
+  new Promise<boolean>((resolve) => {
+    const probe = createConnection(socketPath);
+    probe.once('connect', () => (probe.destroy(), resolve(true)));
+    probe.once('error', () => resolve(false));
+  });
 
 /** How long a process waits for the writer to listen (it is started, or restarted, by `serve`). */
 const CONNECT_ATTEMPTS = 50;
