@@ -39,7 +39,11 @@ runService('serve', async (config, logger) => {
   const store = openEventStore(config, {
     serveWriters: writerSocket ? { socketPath: writerSocket, onAppended: () => worker?.appendedByJobs() } : undefined,
   });
-  if ('writersListening' in store) await store.writersListening();
+  if ('writersListening' in store) {
+    await store.writersListening().catch((err: Error) => {
+      throw new ConfigError(`DATA_DIR: ${err.message}; is another \`npm start\` running on this folder?`);
+    });
+  }
   // Read-your-writes (lib/app/consistency.ts): the worker's projector reports its watermark; the
   // query API waits on it for a token's writes and a final job's effects. With Kafka the
   // projector learns it from the marks the relay writes (lib/adapters/kafka/marks.ts): its one

@@ -168,6 +168,34 @@ describe('e2e: resilience of the all-in-one service', function () {
     }
   });
 
+  it('a second `npm start` on the same DATA_DIR stops at start-up, saying why, and the first one keeps working', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'e2e-data-'));
+    const first = await startService({ DATA_DIR: dataDir, OUTBOUND_ALLOWLIST: '127.0.0.1' });
+    try {
+      const port = await freePort();
+      const out = (() => {
+        try {
+          execFileSync(process.execPath, [join(__dirname, '..', '..', 'dist', 'bin', 'serve.js')], {
+            env: { ...inheritedEnv(), PORT: String(port), DATA_DIR: dataDir },
+            encoding: 'utf8',
+            stdio: 'pipe',
+            timeout: 20_000,
+          });
+          return 'exited 0';
+        } catch (err) {
+          return String((err as { stderr?: string; stdout?: string }).stderr ?? err) + String((err as { stdout?: string }).stdout ?? '');
+        }
+      })();
+      assert.match(out, /DATA_DIR: .*another process is the writer of this events file/);
+      assert.doesNotMatch(out, /\n\s+at /, 'one line, no stack');
+      const drive = await admin({ DATA_DIR: dataDir }, 'drive', 'create', '--name', 'Still');
+      const res = await apiClient(first, drive.token).post('/jobs/import/project_media', { project_name: 'Still works', add_media: {} });
+      assert.ok(res.status === 201 || res.status === 400, `the first service answers (${res.status})`);
+    } finally {
+      first.killAll('SIGKILL');
+    }
+  });
+
   it('stopping the `npm start` process stops the server it started (no orphan keeps the port)', async () => {
     const port = await freePort();
     const npm = spawn('npm', ['start', '--silent'], {
