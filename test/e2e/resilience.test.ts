@@ -11,6 +11,21 @@ import { admin, apiClient, buildOnce, freePort, inheritedEnv, ROOT, startService
 import { waitFor } from '../fixtures/wait';
 
 /** The all-in-one process under failure: job work dies, the process is killed mid-burst, the port is taken. */
+/** What `dist/bin/serve.js` prints when it stops at start-up (its stderr), or "exited 0". */
+function startupOutput(env: Record<string, string>): string {
+  try {
+    execFileSync(process.execPath, [join(__dirname, '..', '..', 'dist', 'bin', 'serve.js')], {
+      env: { ...inheritedEnv(), ...env },
+      encoding: 'utf8',
+      stdio: 'pipe',
+      timeout: 20_000,
+    });
+    return 'exited 0';
+  } catch (err) {
+    return String((err as { stderr?: string }).stderr ?? err);
+  }
+}
+
 describe('e2e: resilience of the all-in-one service', function () {
   this.timeout(180_000);
   let media: Awaited<ReturnType<typeof startMediaServer>>;
@@ -148,19 +163,7 @@ describe('e2e: resilience of the all-in-one service', function () {
     const port = (blocker.address() as { port: number }).port;
     try {
       const dataDir = mkdtempSync(join(tmpdir(), 'e2e-data-'));
-      const out = (() => {
-        try {
-          execFileSync(process.execPath, [join(__dirname, '..', '..', 'dist', 'bin', 'serve.js')], {
-            env: { ...inheritedEnv(), PORT: String(port), DATA_DIR: dataDir },
-            encoding: 'utf8',
-            stdio: 'pipe',
-            timeout: 20_000,
-          });
-          return 'exited 0';
-        } catch (err) {
-          return String((err as { stderr?: string }).stderr ?? err);
-        }
-      })();
+      const out = startupOutput({ PORT: String(port), DATA_DIR: dataDir });
       assert.match(out, /PORT: \d+ is already in use/);
       assert.doesNotMatch(out, /worker ready|processors started|\n\s+at /);
     } finally {
@@ -172,20 +175,7 @@ describe('e2e: resilience of the all-in-one service', function () {
     const dataDir = mkdtempSync(join(tmpdir(), 'e2e-data-'));
     const first = await startService({ DATA_DIR: dataDir, OUTBOUND_ALLOWLIST: '127.0.0.1' });
     try {
-      const port = await freePort();
-      const out = (() => {
-        try {
-          execFileSync(process.execPath, [join(__dirname, '..', '..', 'dist', 'bin', 'serve.js')], {
-            env: { ...inheritedEnv(), PORT: String(port), DATA_DIR: dataDir },
-            encoding: 'utf8',
-            stdio: 'pipe',
-            timeout: 20_000,
-          });
-          return 'exited 0';
-        } catch (err) {
-          return String((err as { stderr?: string; stdout?: string }).stderr ?? err) + String((err as { stdout?: string }).stdout ?? '');
-        }
-      })();
+      const out = startupOutput({ PORT: String(await freePort()), DATA_DIR: dataDir });
       assert.match(out, /DATA_DIR: .*another process is the writer of this events file/);
       assert.doesNotMatch(out, /\n\s+at /, 'one line, no stack');
       const drive = await admin({ DATA_DIR: dataDir }, 'drive', 'create', '--name', 'Still');
