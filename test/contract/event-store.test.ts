@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -220,6 +221,24 @@ describe('embedded EventStore: one writer per file, other processes append throu
     await next.writersListening();
     await next.close();
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('fails the append, never the process, when whatever listens on the socket answers garbage', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'es-'));
+    const socket = join(dir, 'events.sock');
+    const liar = createServer((peer) => peer.once('data', () => peer.write('this is not json\n')));
+    await new Promise<void>((resolve) => liar.listen(socket, resolve));
+    const store = createSqliteEventStore({ path: join(dir, 'events.sqlite'), writerSocket: socket });
+    try {
+      await assert.rejects(
+        store.append('s', [{ id: randomUUID(), type: 'T', data: {}, metadata: { partition_key: 'k' } }], 'no_stream'),
+        /closed before the batch was answered/,
+      );
+    } finally {
+      await store.close();
+      liar.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('answers every batch in flight when the writer goes away: committed, or failed, never left waiting', async () => {

@@ -148,7 +148,15 @@ export function socketWriter(socketPath: string): EventWriter & { saveCheckpoint
           failAll({ message: `the connection to the event store's writer (${socketPath}) closed before the batch was answered` });
         });
         lines(socket, (line) => {
-          const { id, reply } = JSON.parse(line) as { id: number; reply: BatchReply };
+          let answer: { id: number; reply: BatchReply };
+          try {
+            answer = JSON.parse(line) as { id: number; reply: BatchReply };
+          } catch {
+            // Not our writer's answer: the batches in flight fail as the connection closes, never the process.
+            socket.destroy();
+            return;
+          }
+          const { id, reply } = answer;
           const done = waiting.get(id);
           waiting.delete(id);
           if (waiting.size === 0) socket.unref();
