@@ -37,7 +37,7 @@ if (!['projector', 'jobs', 'all'].includes(part)) throw new Error(`bin/worker: u
 runService(part === 'all' ? 'worker' : `worker ${part}`, async (config, logger) => {
   const metrics = createMetrics();
   const consumers = await openConsumerSide(config, logger, metrics);
-  const { store, readSide, log } = consumers;
+  const { store } = consumers;
   // Read-your-writes: the APIs in the parent wait on the projector's watermark, and so do webhooks.
   const watermark = createWatermark();
   const parent = serveParent({
@@ -51,25 +51,20 @@ runService(part === 'all' ? 'worker' : `worker ${part}`, async (config, logger) 
 
   const stops: (() => Promise<void>)[] = [];
   const subscriptions: LogSubscription[] = [];
-  let watermarked = part === 'jobs'; // the parent passes the projector's watermark on
-  if (part !== 'jobs') {
-    const projector = await startProjector({
-      log,
-      read: readSide.read,
-      store,
-      logger,
-      onFatal,
-      search: { index: readSide.search, blobs: openBlobStore(config) },
-      observeLag: (model, seconds) => metrics.projectionLag.observe({ read_model: model }, seconds),
-    });
+  const projector =
+    part === 'jobs'
+      ? null
+      : await startProjectorPart(config, logger, metrics, consumers, onFatal, (position) => {
+          watermark.advance(position);
+          parent.projected(position);
+        });
+  if (projector) {
     stops.unshift(() => projector.close());
     subscriptions.push(projector);
-    watermarked = projector.onWatermark !== undefined;
-    projector.onWatermark?.((position) => {
-      watermark.advance(position);
-      parent.projected(position);
-    });
   }
+  // The jobs part alone gets the projector's watermark from the parent; with the projector here,
+  // there is one only when its log reports one.
+  const watermarked = projector === null || projector.onWatermark !== undefined;
   if (part !== 'projector') {
     // What job work appends wakes the projector in the other child: serve's writer thread, which
     // commits it (EVENTS_WRITER_SOCKET), tells serve, which tells the projector.
@@ -85,6 +80,28 @@ runService(part === 'all' ? 'worker' : `worker ${part}`, async (config, logger) 
     await consumers.close();
   };
 });
+
+/** The read models and the search index; `onMoved` hears each new watermark. */
+async function startProjectorPart(
+  config: Config,
+  logger: Logger,
+  metrics: Metrics,
+  { log, readSide, store }: Awaited<ReturnType<typeof openConsumerSide>>,
+  onFatal: (err: Error) => void,
+  onMoved: (position: bigint) => void,
+): Promise<LogSubscription> {
+  const projector = await startProjector({
+    log,
+    read: readSide.read,
+    store,
+    logger,
+    onFatal,
+    search: { index: readSide.search, blobs: openBlobStore(config) },
+    observeLag: (model, seconds) => metrics.projectionLag.observe({ read_model: model }, seconds),
+  });
+  projector.onWatermark?.(onMoved);
+  return projector;
+}
 
 /** Job work, webhook delivery and (with Kafka) the relay; resolves their stops, in the order to call them. */
 async function startJobs(
