@@ -38,9 +38,10 @@ import { createTranscriber } from './transcriber/from-config';
 const distributed = (): typeof import('./distributed') => require('./distributed');
 
 /**
- * The event store. Embedded, the file has one writer: the process given `serveWriters` (a Unix
- * socket path) commits for the processes that name it in EVENTS_WRITER_SOCKET (`serve` and its
- * workers); a process with neither (the admin CLI) writes itself.
+ * The event store. Embedded, the file has one writer: the process given `serveWriters` (its Unix
+ * socket, and whom to tell of the others' appends) commits for the processes that name that
+ * socket in EVENTS_WRITER_SOCKET (`serve` and its workers); a process with neither (the admin
+ * CLI) writes itself.
  */
 export function openEventStore(config: Config, options: { serveWriters?: ServedWriters } = {}): EventStore | SqliteEventStore {
   if (config.esdbUrl) return distributed().esdbEventStore(config.esdbUrl);

@@ -8,12 +8,11 @@ import {
   type BalanceKind,
   type BalanceState,
 } from '../domain/balance';
-import { isRejection } from '../domain/errors';
 import { streams } from '../domain/ids';
 import { mediaSecondsAllowance, type DriveState, driveDecider } from '../domain/tenancy';
 import type { Clock, Ids } from '../ports/clock';
 import type { AppendResult, EventStore, StreamAppend } from '../ports/event-store';
-import { appendInOrder, commandHandler, decideAt } from './command-handler';
+import { appendInOrder, commandHandler, decideNext } from './command-handler';
 import { keyedSerial } from './keyed-serial';
 
 /**
@@ -123,12 +122,9 @@ function inTurn(streamId: string, state: BalanceState, revision: number | null) 
       command: BalanceCommand,
       options: { newId: () => string; metadata: { partition_key: string; drive_id: string } },
     ): StreamAppend[] {
-      const decided = balanceDecider.decide(command, at.state);
-      if (isRejection(decided)) throw decided.error;
-      if (decided.length === 0) return [];
-      const append = decideAt(streamId, balanceDecider, at.state, at.revision, command, options);
-      at = { state: decided.reduce(balanceDecider.evolve, at.state), revision: (at.revision ?? -1) + decided.length };
-      return [append];
+      const next = decideNext(streamId, balanceDecider, at.state, at.revision, command, options);
+      at = next;
+      return next.appends;
     },
   };
 }

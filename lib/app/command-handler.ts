@@ -162,6 +162,30 @@ export function decideAt<C, E extends { type: string; data: object }, S>(
   return { streamId, events: toNewEvents(decided, deps.newId, deps.metadata), expected: revision === null ? 'no_stream' : revision };
 }
 
+/**
+ * What `command` makes of a stream read in `state` at `revision` (null: no stream): the state
+ * and revision after it, and its append for `appendInOrder` (none when it decides nothing), so
+ * that several commands can be decided one after the other before one commit. A refusal throws.
+ */
+export function decideNext<C, E extends { type: string; data: object }, S>(
+  streamId: string,
+  decider: Decider<C, E, S>,
+  state: S,
+  revision: number | null,
+  command: C,
+  deps: { newId: () => string; metadata: EventMetadata },
+): { state: S; revision: number | null; appends: StreamAppend[] } {
+  const decided = decider.decide(command, state);
+  if (isRejection(decided)) throw decided.error;
+  if (decided.length === 0) return { state, revision, appends: [] };
+  const append: StreamAppend = {
+    streamId,
+    events: toNewEvents(decided, deps.newId, deps.metadata),
+    expected: revision === null ? 'no_stream' : revision,
+  };
+  return { state: decided.reduce(decider.evolve, state), revision: (revision ?? -1) + decided.length, appends: [append] };
+}
+
 /** `store.appendInOrder` where the store has it, else one append after another, stopping at the first conflict. */
 export async function appendInOrder(store: EventStore, appends: readonly StreamAppend[]): Promise<AppendResult[]> {
   if (store.appendInOrder) return store.appendInOrder(appends);

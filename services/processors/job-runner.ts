@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { commandHandler, decideAt, type HandleResult, type HandlerOf } from '../../lib/app/command-handler';
+import { commandHandler, decideNext, type HandleResult, type HandlerOf } from '../../lib/app/command-handler';
 import { jobDecider } from '../../lib/domain/job';
-import { AppError, isRejection } from '../../lib/domain/errors';
+import { AppError } from '../../lib/domain/errors';
 import {
   CLAIM_HELD,
   failedAttempts,
@@ -182,11 +182,7 @@ export async function runJob<T extends JobType>(
     await progressWrites;
     const { state, revision } = await jobs.load(job.job_id);
     const c: JobCommand = { type: 'ChargeMediaSeconds', attempt, ref, seconds, now: now() };
-    const decided = jobDecider.decide(c, state);
-    if (isRejection(decided)) throw decided.error;
-    return decided.length === 0
-      ? []
-      : [decideAt(streams.job(job.job_id), jobDecider, state, revision, c, { newId: deps.ids.uuidv7, metadata })];
+    return decideNext(streams.job(job.job_id), jobDecider, state, revision, c, { newId: deps.ids.uuidv7, metadata }).appends;
   };
   const reservationId = (kind: BalanceKind, what: string) => `${job.job_id}:${kind}:${what}`;
   const balance = {

@@ -1,7 +1,7 @@
-import { appendInOrder, decideAt, type CommandHandler } from '../../../lib/app/command-handler';
+import { appendInOrder, decideNext, type CommandHandler } from '../../../lib/app/command-handler';
 import { compositionDecider, type CompositionCommand } from '../../../lib/domain/composition';
 import type { Decider } from '../../../lib/domain/decider';
-import { AppError, isRejection } from '../../../lib/domain/errors';
+import { AppError } from '../../../lib/domain/errors';
 import { compositionCandidates, streams } from '../../../lib/domain/ids';
 import type { Clip } from '../../../lib/domain/edl';
 import type { ImportPlan } from '../../../lib/domain/import';
@@ -76,10 +76,7 @@ async function decideOn<C, E extends { type: string; data: object }, S>(
   write: { newId: () => string; metadata: EventMetadata },
 ): Promise<{ state: S; appends: StreamAppend[] }> {
   const { state, revision } = await handler.load(id);
-  const decided = decider.decide(command, state);
-  if (isRejection(decided)) throw decided.error;
-  if (decided.length === 0) return { state, appends: [] };
-  return { state: decided.reduce(decider.evolve, state), appends: [decideAt(streamOf(id), decider, state, revision, command, write)] };
+  return decideNext(streamOf(id), decider, state, revision, command, write);
 }
 
 /** Each clip plays its media whole; media that did not import, or has no duration (an image), is left out. */

@@ -1,6 +1,6 @@
 import { v5 as uuidv5 } from 'uuid';
-import { decideAt } from '../../../lib/app/command-handler';
-import { AppError, isRejection } from '../../../lib/domain/errors';
+import { decideNext } from '../../../lib/app/command-handler';
+import { AppError } from '../../../lib/domain/errors';
 import { streams } from '../../../lib/domain/ids';
 import { isSequenceItem, isUrlItem, type MediaStatus, type UploadItem, type UrlItem } from '../../../lib/domain/import';
 import type { UploadReceived } from '../../../lib/domain/job';
@@ -117,8 +117,12 @@ function addMediaAppend(
   revision: number | null,
 ) {
   const command: ProjectCommand = { type: 'AddMedia', file, transcript, now: now(deps) };
-  if (isRejection(projectDecider.decide(command, state))) return null;
-  return [decideAt(streams.project(ctx.job.project_id), projectDecider, state, revision, command, projectWrite(deps, ctx))];
+  try {
+    return decideNext(streams.project(ctx.job.project_id), projectDecider, state, revision, command, projectWrite(deps, ctx)).appends;
+  } catch (err) {
+    if (err instanceof AppError) return null; // the decider refused the file (deciding is pure: its only throw)
+    throw err;
+  }
 }
 
 /** Reserve, add, settle and charge, each awaited: where the project or the balance refuses the file, this says why. */
