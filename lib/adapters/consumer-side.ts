@@ -7,11 +7,11 @@ import { openDeadLetters, openEventLog, openEventStore, openReadStore } from './
 /**
  * What every service that consumes the log opens (worker, processors, query-api): the event
  * store, the read store, the dead letters (counted into the metrics) and the log; closed in
- * reverse order.
+ * reverse order. `moves`: as `openReadStore` takes it.
  */
-export async function openConsumerSide(config: Config, logger: Logger, metrics: Metrics) {
+export async function openConsumerSide(config: Config, logger: Logger, metrics: Metrics, options: { moves?: () => number } = {}) {
   const store = openEventStore(config);
-  const readSide = await openReadStore(config);
+  const readSide = await openReadStore(config, options);
   const deadLetters = countingDeadLetters(openDeadLetters(config, readSide, logger), metrics);
   const log = await openEventLog(config, store, logger, deadLetters);
   return {

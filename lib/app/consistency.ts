@@ -75,12 +75,16 @@ export function createWatermark(initial: bigint | null = null): WatermarkSource 
 /** Tokens whose last write is remembered; the least recently writing go first (their writes are long projected). */
 const REMEMBERED_TOKENS = 100_000;
 
-/** What the command side noted and the query side waits for, per token. */
+/**
+ * What the command side noted and the query side waits for, per token. In one process a map
+ * (synchronous: the common read costs no promise); across processes the read store
+ * (lib/app/shared-consistency.ts), whose answers a 2xx and a read then wait for.
+ */
 export interface SessionPositions {
   /** The position of a write a 2xx is answering for (kept only if newer than the last). */
-  wrote(tokenId: string, position: bigint): void;
+  wrote(tokenId: string, position: bigint): void | Promise<void>;
   /** The position of the token's last noted write, if any. */
-  lastWrite(tokenId: string): bigint | undefined;
+  lastWrite(tokenId: string): bigint | undefined | Promise<bigint | undefined>;
 }
 
 export function createSessionPositions(capacity = REMEMBERED_TOKENS): SessionPositions {
@@ -105,7 +109,8 @@ export type ReadFenceOutcome = 'none' | 'passed' | 'waited' | 'timed_out';
  * case costs a map look-up and no promise).
  */
 export interface ReadYourWrites {
-  afterWrite(tokenId: string): void;
+  /** A promise when the position is noted elsewhere: the 2xx waits for it. */
+  afterWrite(tokenId: string): void | Promise<void>;
   beforeRead(tokenId: string): Promise<ReadFenceOutcome> | undefined;
   /** Waits until a position (a final job state's) is projected; nothing when it already is. */
   until(position: bigint): Promise<ReadFenceOutcome> | undefined;
@@ -135,10 +140,11 @@ export function readYourWrites(deps: {
     // for it may wait a little longer than needed, never too short.
     afterWrite(tokenId) {
       const position = deps.lastAppended();
-      if (position !== null) deps.sessions.wrote(tokenId, position);
+      return position === null ? undefined : deps.sessions.wrote(tokenId, position);
     },
     beforeRead(tokenId) {
       const position = deps.sessions.lastWrite(tokenId);
+      if (position instanceof Promise) return position.then((p) => (p === undefined ? 'none' : (until(p) ?? 'passed')));
       return position === undefined ? undefined : until(position);
     },
     until,

@@ -76,7 +76,8 @@ function createKoaApp(deps: ApiAppDeps, { lane = [], mount, outside = [] }: ApiR
         const waiting = fence.before(tokenId);
         if (waiting) await waiting;
         await next();
-        fence.after(tokenId, ctx.method, ctx.status);
+        const noted = fence.after(tokenId, ctx.method, ctx.status);
+        if (noted) await noted;
       }
     : (_ctx: Koa.Context, next: Koa.Next) => next();
   // One router layer rather than four: the router matches each layer's path again and builds

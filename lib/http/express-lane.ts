@@ -188,7 +188,8 @@ async function serve(
     error = answeredError(status, 'body' in reply ? reply.body : undefined);
     if (reply.headers) Object.assign(headers, reply.headers);
     text = 'json' in reply ? reply.json : JSON.stringify(reply.body);
-    fence?.after(auth.tokenId, c.route.method, status);
+    const noted = fence?.after(auth.tokenId, c.route.method, status);
+    if (noted) await noted;
   } catch (err) {
     const answer = errorResponse(err, log);
     status = answer.status;

@@ -59,7 +59,18 @@ export interface LogSubscription extends Subscription {
    * store positions (the Kafka log; see docs/decisions.md, "Read-your-writes").
    */
   onWatermark?(listener: (position: bigint) => void): void;
+  /**
+   * Calls `listener` each time one partition this member holds reaches a higher position: every
+   * event of that partition at or before it has been handled. Where members of a group hold some
+   * partitions each (Kafka), the group's watermark is the least over all partitions, which only
+   * what they record together can tell (lib/app/shared-consistency.ts). Absent where the log has
+   * no partitions (the embedded log: its `onWatermark` is the group's).
+   */
+  onPartitionMark?(listener: (reached: PartitionMark) => void): void;
 }
+
+/** A partition reached a store position; the topic has `partitions` partitions. */
+export type PartitionMark = { readonly partition: number; readonly position: bigint; readonly partitions: number };
 
 export interface EventLog {
   /**

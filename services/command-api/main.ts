@@ -2,15 +2,27 @@ import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { openEventStore, openReadStore } from '../../lib/adapters/from-config';
 import { httpCommon } from '../../lib/adapters/http-common';
 import { createBalances } from '../../lib/app/balances';
+import { createWatermark, readYourWrites, trackAppends } from '../../lib/app/consistency';
+import { sharedSessionPositions } from '../../lib/app/shared-consistency';
 import { createMetrics } from '../../lib/observability/metrics';
 import { runService } from '../../lib/run-service';
 import { start } from './index';
 import { commandDeps } from './from-config';
 
-/** Composition root of command-api (the read store backs the shared rate limiter and balance checks). */
+/**
+ * Composition root of command-api (the read store backs the shared rate limiter and balance
+ * checks). Each 2xx of a command records its store position for the token in the read store
+ * before it goes out, where query-api replicas read it (lib/app/shared-consistency.ts).
+ */
 runService('command-api', async (config, logger) => {
-  const store = openEventStore(config);
+  const store = trackAppends(openEventStore(config));
   const readSide = await openReadStore(config);
+  const hooks = readYourWrites({
+    sessions: sharedSessionPositions(readSide.read, logger),
+    // Never waited on here: this process only notes writes.
+    watermark: createWatermark(),
+    lastAppended: store.lastAppended,
+  });
   const service = await start({
     ...httpCommon(config, logger, store, readSide),
     metrics: createMetrics(),
@@ -18,6 +30,7 @@ runService('command-api', async (config, logger) => {
     port: config.port,
     maxConnections: config.maxConnections,
     ...commandDeps(config, store),
+    consistency: { role: 'write', hooks },
   });
   return async () => {
     await service.stop();

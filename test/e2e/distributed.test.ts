@@ -4,7 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
-import { kafkaSuite } from '../fixtures/kafka';
+import { joinGroup, kafkaSuite } from '../fixtures/kafka';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
 import { admin, apiClient, buildOnce, staleReadsAfterWrites, startService, type ServiceProcess } from '../fixtures/service-process';
@@ -108,38 +108,8 @@ describe('e2e: distributed mode, Kafka as the log', function () {
       await kafka.peer().ctl(`up ${id}`);
     }
   };
-  /**
-   * Starts a processors process and waits until its member of the import group, which the
-   * worker leads, has partitions. On the mock the brokers answer 100 ms late meanwhile: the mock
-   * answers a member's SyncGroup with INVALID_REQUEST once the leader's SyncGroup has completed
-   * the round (Kafka answers with the member's assignment), and kafkajs then gives that member up.
-   * The leader syncs after one more round trip (metadata) than a member, so with a delay on every
-   * answer the newcomer's SyncGroup comes first. With Kafka the order does not matter.
-   */
-  const joinImportGroup = async (processEnv: Record<string, string>) => {
-    const mock = kafka.peer().mock ? kafka.peer() : null;
-    const rtt = async (ms: number) => {
-      for (let broker = 1; mock && broker <= kafka.peer().brokers.length; broker++) await mock.ctl(`rtt ${broker} ${ms}`);
-    };
-    await rtt(100);
-    try {
-      const member = await startService(processEnv, 'services/processors/main.js');
-      const assigned = () =>
-        member
-          .output()
-          .split('\n')
-          .some((line) => line.includes('"msg":"partitions assigned"') && !line.includes('"partitions":[]'));
-      await waitFor(() => assigned() || member.child.exitCode !== null, {
-        timeoutMs: 30_000,
-        intervalMs: 100,
-        what: 'the second process to join',
-      });
-      assert.ok(assigned(), `the second process did not join the import group:\n${member.output()}`);
-      return member;
-    } finally {
-      await rtt(0);
-    }
-  };
+  const joinImportGroup = (processEnv: Record<string, string>) =>
+    joinGroup(kafka.peer(), processEnv, 'services/processors/main.js', 'the import group');
   const assertStoppedOnce = async (jobIds: string[]) => {
     for (const jobId of jobIds) assert.equal((await eventsOf(jobId, 'JobStopped')).length, 1, `job ${jobId} stops exactly once`);
   };

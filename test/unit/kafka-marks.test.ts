@@ -33,3 +33,18 @@ describe('Kafka watermark marks', () => {
     assert.equal(t.watermark(), 7n, 'an older mark (a relay resending) moves nothing back');
   });
 });
+
+describe('Kafka partition marks (what a member of several records for the others)', () => {
+  it('says which partition reached a higher position, and only when it rose', () => {
+    const t = createMarkTracker(positionValue);
+    t.seen(1, 4n, { position: '30', partitions: 4 });
+    t.seen(1, 6n, { position: '50', partitions: 4 });
+    assert.equal(t.settledBelow(1, 5n), 30n);
+    assert.equal(t.settledBelow(1, 5n), null, 'nothing new settled');
+    assert.equal(t.settledBelow(1, 7n), 50n);
+    t.seen(1, 8n, { position: '40', partitions: 4 });
+    assert.equal(t.settledBelow(1, 9n), null, 'an older mark is no rise');
+    assert.deepEqual([...t.reached()], [[1, 50n]]);
+    assert.equal(t.partitions(), 4);
+  });
+});

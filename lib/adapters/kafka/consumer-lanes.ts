@@ -1,4 +1,5 @@
 import type { KafkaMessage } from 'kafkajs';
+import type { PartitionMark } from '../../ports/event-log';
 import { positionValue, type StoredEvent } from '../../ports/event-store';
 import { createMarkTracker, type Mark } from './marks';
 import { createOffsetTracker, type OffsetTracker } from './offsets';
@@ -21,6 +22,7 @@ export function createLanes() {
   return {
     offsets,
     onWatermark: watermark.listen,
+    onPartitionMark: watermark.listenPerPartition,
     laneOf(partition: number): Lane {
       let lane = lanes.get(partition);
       if (!lane) lanes.set(partition, (lane = { partition, tail: Promise.resolve(), dropped: false }));
@@ -64,10 +66,15 @@ function wakeAll(waiters: Set<() => void>): void {
   woken.forEach((resolve) => resolve());
 }
 
-/** The member's watermark: the marks a partition reached as it settles; listeners hear each rise. */
+/**
+ * The member's watermark: the marks a partition reached as it settles; listeners hear each rise,
+ * of the member's own watermark (it owns every partition) or of any one partition's mark (a member
+ * of several, which records them where the others can read them: lib/app/shared-consistency.ts).
+ */
 function createWatermark(offsets: OffsetTracker) {
   const marks = createMarkTracker(positionValue);
   const listeners: ((position: bigint) => void)[] = [];
+  const perPartition: ((reached: PartitionMark) => void)[] = [];
   let watermark: bigint | null = null;
   return {
     marks,
@@ -75,7 +82,8 @@ function createWatermark(offsets: OffsetTracker) {
     reach(partition: number) {
       const lowWater = offsets.lowWater(partition);
       if (lowWater === null) return;
-      marks.settledBelow(partition, lowWater);
+      const rose = marks.settledBelow(partition, lowWater);
+      if (rose !== null) for (const listener of perPartition) listener({ partition, position: rose, partitions: marks.partitions() });
       const now = marks.watermark();
       if (now === null || (watermark !== null && now <= watermark)) return;
       watermark = now;
@@ -84,6 +92,10 @@ function createWatermark(offsets: OffsetTracker) {
     listen(listener: (position: bigint) => void) {
       listeners.push(listener);
       if (watermark !== null) listener(watermark);
+    },
+    listenPerPartition(listener: (reached: PartitionMark) => void) {
+      perPartition.push(listener);
+      for (const [partition, position] of marks.reached()) listener({ partition, position, partitions: marks.partitions() });
     },
   };
 }

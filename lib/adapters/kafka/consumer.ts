@@ -169,5 +169,6 @@ function subscriptionOf(member: Member, life: { running: boolean }, stop: () => 
       })()),
     status: () => ({ group: member.group, running: life.running, lag: member.lanes.offsets.lag() }),
     onWatermark: member.lanes.onWatermark,
+    onPartitionMark: member.lanes.onPartitionMark,
   };
 }

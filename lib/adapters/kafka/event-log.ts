@@ -21,6 +21,7 @@ export function createKafkaEventLog(deps: KafkaLogDeps): EventLog {
       const tracked: LogSubscription = {
         status: () => subscription.status(),
         onWatermark: (listener) => subscription.onWatermark?.(listener),
+        onPartitionMark: (listener) => subscription.onPartitionMark?.(listener),
         async close() {
           await close();
           subscriptions.delete(tracked);

@@ -27,8 +27,15 @@ export function markOf(headers: Readonly<Record<string, unknown>> | undefined): 
 export interface MarkTracker {
   /** A mark taken on at `offset` of `partition`. */
   seen(partition: number, offset: bigint, mark: Mark): void;
-  /** The partition's low-water mark moved to `lowWater` (the first offset not settled): marks before it are reached. */
-  settledBelow(partition: number, lowWater: bigint): void;
+  /**
+   * The partition's low-water mark moved to `lowWater` (the first offset not settled): marks before
+   * it are reached. Returns the partition's reached position when it rose, else null.
+   */
+  settledBelow(partition: number, lowWater: bigint): bigint | null;
+  /** How many partitions the topic has, as the marks say (0 before the first mark). */
+  partitions(): number;
+  /** Each partition's reached position so far. */
+  reached(): ReadonlyMap<number, bigint>;
   /** Forgets partitions this member lost (what it reached there stays true, but no longer moves). */
   retainOnly(partitions: readonly number[]): void;
   /** The least reached position over every partition of the topic; null until each has one. */
@@ -48,11 +55,15 @@ export function createMarkTracker(positionValue: (position: string) => bigint): 
     },
     settledBelow(partition, lowWater) {
       const list = pending.get(partition);
+      let rose: bigint | null = null;
       while (list && list.length > 0 && list[0].offset < lowWater) {
         const { position } = list.shift()!;
-        if ((reached.get(partition) ?? -1n) < position) reached.set(partition, position);
+        if ((reached.get(partition) ?? -1n) < position) reached.set(partition, (rose = position));
       }
+      return rose;
     },
+    partitions: () => partitions,
+    reached: () => reached,
     retainOnly(kept) {
       const keep = new Set(kept);
       for (const partition of pending.keys()) if (!keep.has(partition)) pending.delete(partition);

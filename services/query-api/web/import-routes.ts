@@ -23,7 +23,7 @@ export type PageHelpers = {
   /** The form of a POST, refused when another site's page posted it (as the login form is), and throttled as `throttle` does. */
   readPostedForm: (ctx: Context) => Promise<URLSearchParams>;
   /** Notes the token's write (read-your-writes): the page it goes to next reflects it. */
-  wrote: (tokenId: string) => void;
+  wrote: (tokenId: string) => void | Promise<void>;
 };
 
 /**
@@ -66,7 +66,7 @@ export function mountImportPage(
       state.auth = who;
       try {
         const started = await links.use(who, nonce, state.requestId ?? '');
-        wrote(who.tokenId);
+        await wrote(who.tokenId);
         state.log?.info({ project_id: started.project_id, job_id: started.job_id }, 'import link used');
         return redirect(ctx, started.project_url);
       } catch (err) {

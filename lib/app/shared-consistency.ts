@@ -1,0 +1,182 @@
+import type { Logger } from 'pino';
+import type { LogSubscription, PartitionMark } from '../ports/event-log';
+import type { ReadQueries, ReadStore } from '../ports/read-store';
+import { createWatermark, type SessionPositions, type Watermark } from './consistency';
+
+/**
+ * Read-your-writes across processes (docs/decisions.md, "Read-your-writes across replicas"): the
+ * compose deployment's command-api and query-api replicas, and its webhook dispatcher, are
+ * separate processes, and each query-api replica's projector holds some of the topic's
+ * partitions only. What one process knows the others read from the read store, which they all
+ * share:
+ * - `projection_marks`: per partition of the projector group, the store position every event of
+ *   that partition up to has been projected (the members record them as they reach them); the
+ *   group's watermark is the least over all partitions, known once every partition has one;
+ * - `session_positions`: per token, the position of the last write a 2xx answered for (the
+ *   command API records it before it answers).
+ * Both only rise: a position, once reached or written, stays true, so a record from a member that
+ * since lost its partition, or from a replica a little behind, is never taken back.
+ * Neither is a read model: replay leaves them alone, and a fresh read store starts them again.
+ */
+
+export const PROJECTION_MARKS = 'projection_marks';
+export const SESSION_POSITIONS = 'session_positions';
+
+/** Tries of a compare-and-set before giving up (each failure means someone else raised it meanwhile). */
+const RAISE_TRIES = 20;
+
+/** Sets `position` on document `id` unless it already holds one as high; other fields are written with it. */
+async function raise(store: ReadStore, collection: string, id: string, position: bigint, fields: Record<string, unknown>): Promise<void> {
+  for (let attempt = 0; attempt < RAISE_TRIES; attempt++) {
+    const doc = await store.get(collection, id);
+    if (doc && BigInt(String(doc.position)) >= position) return;
+    const next = { ...fields, _id: id, _rev: (doc?._rev ?? 0) + 1, position: position.toString() };
+    if ((await store.put(collection, next, doc ? doc._rev : null)) === 'written') return;
+  }
+  throw new Error(`${collection}/${id}: still raced after ${RAISE_TRIES} tries`);
+}
+
+// ---------------------------------------------------------------- projector members
+
+/**
+ * Records the partition marks a projector member reaches (`LogSubscription.onPartitionMark`), or,
+ * on a log without partitions, its watermark as the mark of partition 0 of 1. Writes are
+ * coalesced: while one round is being written, newer marks wait and the latest of each partition
+ * goes in the next round, so a busy member writes as often as the read store answers, no more.
+ */
+export function recordProjectionMarks(deps: {
+  store: ReadStore;
+  group: string;
+  subscription: LogSubscription;
+  log: Logger;
+  /** Wait before a round that failed is tried again (the read store is down). */
+  retryMs?: number;
+}): { stop(): void; idle(): Promise<void> } {
+  const pending = new Map<number, PartitionMark>();
+  let round: Promise<void> | null = null;
+  let stopped = false;
+  const retryMs = deps.retryMs ?? 500;
+  const writeRound = async (): Promise<void> => {
+    while (pending.size > 0 && !stopped) {
+      const marks = [...pending.values()];
+      pending.clear();
+      try {
+        await Promise.all(
+          marks.map((m) => raise(deps.store, PROJECTION_MARKS, `${deps.group}/${m.partition}`, m.position, markFields(deps.group, m))),
+        );
+      } catch (err) {
+        deps.log.warn({ err, group: deps.group }, 'projection marks not recorded; trying again');
+        for (const m of marks) if (!pending.has(m.partition)) pending.set(m.partition, m);
+        await new Promise((resolve) => setTimeout(resolve, retryMs).unref());
+      }
+    }
+  };
+  const reached = (mark: PartitionMark) => {
+    const before = pending.get(mark.partition);
+    if (before && before.position >= mark.position) return;
+    pending.set(mark.partition, mark);
+    round ??= writeRound().finally(() => (round = null));
+  };
+  if (deps.subscription.onPartitionMark) deps.subscription.onPartitionMark(reached);
+  else deps.subscription.onWatermark?.((position) => reached({ partition: 0, position, partitions: 1 }));
+  return {
+    stop: () => void (stopped = true),
+    idle: async () => {
+      while (round) await round;
+    },
+  };
+}
+
+const markFields = (group: string, m: PartitionMark) => ({ group, partition: m.partition, partitions: m.partitions });
+
+/** The group's watermark from the recorded marks: the least over its partitions, null until each has one. */
+export function leastMark(docs: readonly Record<string, unknown>[]): bigint | null {
+  const partitions = Math.max(0, ...docs.map((d) => Number(d.partitions)));
+  if (partitions === 0) return null;
+  const reached = new Map(docs.map((d) => [Number(d.partition), BigInt(String(d.position))]));
+  let least: bigint | null = null;
+  for (let p = 0; p < partitions; p++) {
+    const at = reached.get(p);
+    if (at === undefined) return null;
+    if (least === null || at < least) least = at;
+  }
+  return least;
+}
+
+// ---------------------------------------------------------------- readers
+
+/** While a read waits, marks are read this often; otherwise now and then, to keep `passed` fresh. */
+const WAITING_POLL_MS = 10;
+const IDLE_POLL_MS = 250;
+
+/**
+ * The projector group's watermark as a reader in any process sees it: the marks its members
+ * recorded, read again every `idlePollMs`, and every `waitingPollMs` while a read waits.
+ */
+export function sharedWatermark(deps: {
+  queries: ReadQueries;
+  group: string;
+  log: Logger;
+  waitingPollMs?: number;
+  idlePollMs?: number;
+}): Watermark & { stop(): void; refresh(): Promise<void> } {
+  const source = createWatermark();
+  let waiting = 0;
+  let timer: NodeJS.Timeout | null = null;
+  let stopped = false;
+  let reading: Promise<void> | null = null;
+  const refresh = () =>
+    (reading ??= deps.queries
+      .find(PROJECTION_MARKS, { group: deps.group })
+      .then((docs) => {
+        const least = leastMark(docs);
+        if (least !== null) source.advance(least);
+      })
+      .catch((err: unknown) => deps.log.warn({ err, group: deps.group }, 'projection marks not readable'))
+      .finally(() => (reading = null)));
+  const schedule = () => {
+    if (timer) clearTimeout(timer);
+    if (stopped) return;
+    timer = setTimeout(
+      () => void refresh().finally(schedule),
+      waiting > 0 ? (deps.waitingPollMs ?? WAITING_POLL_MS) : (deps.idlePollMs ?? IDLE_POLL_MS),
+    );
+    timer.unref();
+  };
+  const hurry = () => void refresh().finally(schedule);
+  schedule();
+  return {
+    current: source.current,
+    passed: source.passed,
+    moves: source.moves,
+    refresh,
+    waitFor(position, timeoutMs) {
+      if (source.passed(position)) return Promise.resolve(true);
+      waiting += 1;
+      if (waiting === 1) hurry();
+      return source.waitFor(position, timeoutMs).finally(() => (waiting -= 1));
+    },
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+    },
+  };
+}
+
+/**
+ * Per-token write positions in the read store, for command and query processes apart. A position
+ * that cannot be recorded (the read store is down) is logged and the 2xx still goes out: the
+ * command was done, and answering 5xx would have the client do it again.
+ */
+export function sharedSessionPositions(store: ReadStore, log: Logger): SessionPositions {
+  return {
+    wrote: (tokenId, position) =>
+      raise(store, SESSION_POSITIONS, tokenId, position, {}).catch((err: unknown) =>
+        log.warn({ err, token_id: tokenId }, 'write position not recorded: the next read may not wait for this write'),
+      ),
+    lastWrite: async (tokenId) => {
+      const doc = await store.get(SESSION_POSITIONS, tokenId);
+      return doc ? BigInt(String(doc.position)) : undefined;
+    },
+  };
+}

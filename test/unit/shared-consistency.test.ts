@@ -1,0 +1,129 @@
+import assert from 'node:assert/strict';
+import pino from 'pino';
+import { createSqliteReadStore } from '../../lib/adapters/embedded/read-store';
+import { readYourWrites } from '../../lib/app/consistency';
+import {
+  leastMark,
+  PROJECTION_MARKS,
+  recordProjectionMarks,
+  SESSION_POSITIONS,
+  sharedSessionPositions,
+  sharedWatermark,
+} from '../../lib/app/shared-consistency';
+import type { LogSubscription, PartitionMark } from '../../lib/ports/event-log';
+
+const log = pino({ level: 'silent' });
+
+/** A projector member as the recorder sees it: a subscription whose partitions reach marks when told. */
+function member(options: { partitioned: boolean }) {
+  const listeners: ((m: PartitionMark) => void)[] = [];
+  const watermarkListeners: ((p: bigint) => void)[] = [];
+  const subscription: LogSubscription = {
+    close: async () => undefined,
+    status: () => ({ group: 'projections', running: true, lag: 0 }),
+    onWatermark: (l) => void watermarkListeners.push(l),
+    ...(options.partitioned ? { onPartitionMark: (l: (m: PartitionMark) => void) => void listeners.push(l) } : {}),
+  };
+  return {
+    subscription,
+    reach: (partition: number, position: bigint, partitions = 2) => listeners.forEach((l) => l({ partition, position, partitions })),
+    watermark: (position: bigint) => watermarkListeners.forEach((l) => l(position)),
+  };
+}
+
+describe('read-your-writes across processes (lib/app/shared-consistency.ts)', () => {
+  let store: ReturnType<typeof createSqliteReadStore>;
+  beforeEach(() => (store = createSqliteReadStore({ path: ':memory:' })));
+  afterEach(() => store.close());
+
+  const marks = async () =>
+    Object.fromEntries((await store.find(PROJECTION_MARKS, { group: 'projections' })).map((d) => [d.partition, d.position]));
+
+  it('knows the group watermark only once every partition has a mark, as the least of them', () => {
+    const doc = (partition: number, position: string, partitions = 3) => ({ partition, position, partitions });
+    assert.equal(leastMark([]), null);
+    assert.equal(leastMark([doc(0, '10'), doc(2, '5')]), null, 'partition 1 has none');
+    assert.equal(leastMark([doc(0, '10'), doc(1, '7'), doc(2, '12')]), 7n);
+  });
+
+  it('records the marks two members reach, each partition only ever rising', async () => {
+    const [a, b] = [member({ partitioned: true }), member({ partitioned: true })];
+    const recorders = [a, b].map(({ subscription }) => recordProjectionMarks({ store, group: 'projections', subscription, log }));
+    a.reach(0, 100n);
+    b.reach(1, 80n);
+    // A member that lost partition 0 reports an older mark of it late: it changes nothing.
+    b.reach(0, 60n);
+    await Promise.all(recorders.map((r) => r.idle()));
+    assert.deepEqual(await marks(), { 0: '100', 1: '80' });
+  });
+
+  it('writes a burst of marks as they come, the latest of each partition last, whatever raced', async () => {
+    const [a, b] = [member({ partitioned: true }), member({ partitioned: true })];
+    const recorders = [a, b].map(({ subscription }) => recordProjectionMarks({ store, group: 'projections', subscription, log }));
+    for (let position = 1n; position <= 200n; position++) {
+      a.reach(0, position);
+      b.reach(0, position - 1n); // two owners of one partition for a moment (a rebalance)
+      a.reach(1, position * 2n);
+    }
+    await Promise.all(recorders.map((r) => r.idle()));
+    assert.deepEqual(await marks(), { 0: '200', 1: '400' });
+  });
+
+  it('records the watermark of a log without partitions as partition 0 of 1', async () => {
+    const m = member({ partitioned: false });
+    const recorder = recordProjectionMarks({ store, group: 'projections', subscription: m.subscription, log });
+    m.watermark(42n);
+    await recorder.idle();
+    assert.deepEqual(await marks(), { 0: '42' });
+    const [doc] = await store.find(PROJECTION_MARKS, {});
+    assert.equal(doc.partitions, 1);
+  });
+
+  it('lets a reader in another process wait until every partition has passed a write', async () => {
+    const m = member({ partitioned: true });
+    const recorder = recordProjectionMarks({ store, group: 'projections', subscription: m.subscription, log });
+    const watermark = sharedWatermark({ queries: store, group: 'projections', log, idlePollMs: 60_000 });
+    try {
+      m.reach(0, 50n);
+      m.reach(1, 10n);
+      const waiting = watermark.waitFor(40n, 5_000);
+      let done = false;
+      void waiting.then(() => (done = true));
+      await recorder.idle();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(done, false, 'partition 1 is at 10 still');
+      m.reach(1, 45n);
+      assert.equal(await waiting, true);
+      assert.ok(watermark.passed(40n));
+      assert.equal(await watermark.waitFor(1_000n, 100), false, 'a position nobody reached times out');
+    } finally {
+      watermark.stop();
+    }
+  });
+
+  it("notes a token's write in one process, and makes its next read in another wait for it", async () => {
+    const sessions = sharedSessionPositions(store, log);
+    let appended: bigint | null = 30n;
+    const never = sharedWatermark({ queries: store, group: 'projections', log, idlePollMs: 60_000 });
+    const command = readYourWrites({ sessions, watermark: never, lastAppended: () => appended });
+    const m = member({ partitioned: true });
+    const recorder = recordProjectionMarks({ store, group: 'projections', subscription: m.subscription, log });
+    const watermark = sharedWatermark({ queries: store, group: 'projections', log, idlePollMs: 60_000 });
+    const query = readYourWrites({ sessions: sharedSessionPositions(store, log), watermark, lastAppended: () => null, timeoutMs: 5_000 });
+    try {
+      assert.equal(await query.beforeRead('token-1'), 'none', 'nothing written yet');
+      await command.afterWrite('token-1');
+      appended = 20n;
+      await command.afterWrite('token-1'); // an older position never replaces a newer one
+      assert.equal((await store.get(SESSION_POSITIONS, 'token-1'))?.position, '30');
+      const read = query.beforeRead('token-1');
+      m.reach(0, 35n, 1);
+      await recorder.idle();
+      assert.equal(await read, 'waited');
+      assert.equal(await query.beforeRead('token-1'), 'passed');
+    } finally {
+      never.stop();
+      watermark.stop();
+    }
+  });
+});
