@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { LogSubscription, PartitionMark } from '../ports/event-log';
 import type { ReadQueries, ReadStore } from '../ports/read-store';
@@ -24,14 +25,36 @@ export const SESSION_POSITIONS = 'session_positions';
 
 /** Tries of a compare-and-set before giving up (each failure means someone else raised it meanwhile). */
 const RAISE_TRIES = 20;
+/** Tokens whose last recorded write this process remembers (the least recently writing go first). */
+const REMEMBERED_TOKENS = 100_000;
 
-/** Sets `position` on document `id` unless it already holds one as high; other fields are written with it. */
-async function raise(store: ReadStore, collection: string, id: string, position: bigint, fields: Record<string, unknown>): Promise<void> {
+type Known = { readonly rev: number; readonly position: bigint };
+
+/**
+ * Sets `position` on document `id` unless it already holds one as high; other fields are written
+ * with it. `known`: what this process last read or wrote there, if anything; the first put is
+ * tried on it without reading (the common case: nobody else wrote since), and read again only
+ * when it was stale. Resolves to what the document holds now, as far as this process knows.
+ */
+async function raise(
+  store: ReadStore,
+  collection: string,
+  id: string,
+  position: bigint,
+  fields: Record<string, unknown>,
+  known?: Known,
+): Promise<Known> {
+  let doc: Known | null | undefined = known;
   for (let attempt = 0; attempt < RAISE_TRIES; attempt++) {
-    const doc = await store.get(collection, id);
-    if (doc && BigInt(String(doc.position)) >= position) return;
-    const next = { ...fields, _id: id, _rev: (doc?._rev ?? 0) + 1, position: position.toString() };
-    if ((await store.put(collection, next, doc ? doc._rev : null)) === 'written') return;
+    if (doc === undefined) {
+      const stored = await store.get(collection, id);
+      doc = stored && { rev: stored._rev, position: BigInt(String(stored.position)) };
+    }
+    if (doc && doc.position >= position) return doc;
+    const rev = (doc?.rev ?? 0) + 1;
+    const outcome = await store.put(collection, { ...fields, _id: id, _rev: rev, position: position.toString() }, doc ? doc.rev : null);
+    if (outcome === 'written') return { rev, position };
+    doc = undefined;
   }
   throw new Error(`${collection}/${id}: still raced after ${RAISE_TRIES} tries`);
 }
@@ -168,11 +191,17 @@ export function sharedWatermark(deps: {
  * that cannot be recorded (the read store is down) is logged and the 2xx still goes out: the
  * command was done, and answering 5xx would have the client do it again.
  */
-export function sharedSessionPositions(store: ReadStore, log: Logger): SessionPositions {
+export function sharedSessionPositions(store: ReadStore, log: Logger, capacity = REMEMBERED_TOKENS): SessionPositions {
+  // What this process last wrote per token: its next write puts without reading first.
+  const known = new LRUCache<string, Known>({ max: capacity });
   return {
     wrote: (tokenId, position) =>
-      raise(store, SESSION_POSITIONS, tokenId, position, {}).catch((err: unknown) =>
-        log.warn({ err, token_id: tokenId }, 'write position not recorded: the next read may not wait for this write'),
+      raise(store, SESSION_POSITIONS, tokenId, position, {}, known.get(tokenId)).then(
+        (now) => void known.set(tokenId, now),
+        (err: unknown) => {
+          known.delete(tokenId);
+          log.warn({ err, token_id: tokenId }, 'write position not recorded: the next read may not wait for this write');
+        },
       ),
     lastWrite: async (tokenId) => {
       const doc = await store.get(SESSION_POSITIONS, tokenId);

@@ -126,4 +126,18 @@ describe('read-your-writes across processes (lib/app/shared-consistency.ts)', ()
       watermark.stop();
     }
   });
+
+  it('keeps the highest position of a token that two command processes write, each putting on what it last knew', async () => {
+    const [a, b] = [sharedSessionPositions(store, log), sharedSessionPositions(store, log)];
+    const position = async () => (await store.get(SESSION_POSITIONS, 'token-1'))?.position;
+    await a.wrote('token-1', 10n);
+    await b.wrote('token-1', 20n);
+    await a.wrote('token-1', 15n); // a's put on revision 1 is stale: it reads again and finds 20
+    assert.equal(await position(), '20');
+    await a.wrote('token-1', 25n);
+    assert.equal(await position(), '25');
+    await Promise.all([a.wrote('token-1', 40n), b.wrote('token-1', 30n), a.wrote('token-1', 35n), b.wrote('token-1', 50n)]);
+    assert.equal(await position(), '50');
+    assert.equal(await b.lastWrite('token-1'), 50n);
+  });
 });
