@@ -1,0 +1,69 @@
+import { compositionDuration, cutRange, keepRange, ms } from '../../edl';
+import { rangesWithin, totalSeconds } from '../timeline';
+import { clock, compositionArgument, nowLasts, plural, secondsText, targetOf, ToolInputError, type AgentTool } from './tool';
+
+/** Cutting and keeping composition time: the tools every other cut reduces to. */
+
+const seconds = { type: 'number', minimum: 0, description: 'Composition time in seconds.' } as const;
+const range = {
+  type: 'object',
+  properties: { from: seconds, to: seconds },
+  required: ['from', 'to'],
+  additionalProperties: false,
+} as const;
+
+export const cutRanges: AgentTool = {
+  schema: {
+    name: 'cut_ranges',
+    description: 'Removes ranges of composition time (seconds), all at once; later content moves earlier.',
+    parameters: {
+      type: 'object',
+      properties: { ranges: { type: 'array', items: range, minItems: 1, maxItems: 10_000 }, composition: compositionArgument },
+      required: ['ranges'],
+      additionalProperties: false,
+    },
+  },
+  run(model, args, ctx) {
+    const target = targetOf(model, args.composition, ctx);
+    const asked = args.ranges as { from: number; to: number }[];
+    const bad = asked.findIndex((r) => r.to <= r.from);
+    if (bad !== -1) throw new ToolInputError(`ranges[${bad}]: "to" (${asked[bad].to}) must be after "from" (${asked[bad].from})`);
+    const ranges = rangesWithin(target.clips, asked);
+    if (ranges.length === 0)
+      return {
+        changes: [],
+        summary: `Nothing to cut: the ranges are past the end of ${target.name} (${clock(compositionDuration(target.clips))})`,
+      };
+    const clips = ranges.reduceRight((c, r) => cutRange(c, r.from, r.to), [...target.clips]);
+    return {
+      changes: [{ composition_id: target.composition_id, edit: { kind: 'cut', ranges } }],
+      summary: `Cut ${plural(ranges.length, 'range')} (${secondsText(totalSeconds(ranges))}) from ${target.name}; ${nowLasts({ clips })}`,
+    };
+  },
+};
+
+export const keepOnly: AgentTool = {
+  schema: {
+    name: 'keep_range',
+    description: 'Keeps only composition time [from, to) (seconds) and removes everything before and after it.',
+    parameters: {
+      type: 'object',
+      properties: { from: seconds, to: seconds, composition: compositionArgument },
+      required: ['from', 'to'],
+      additionalProperties: false,
+    },
+  },
+  run(model, args, ctx) {
+    const target = targetOf(model, args.composition, ctx);
+    const duration = compositionDuration(target.clips);
+    const from = ms(args.from as number);
+    const to = ms(Math.min(args.to as number, duration));
+    if (from >= duration) throw new ToolInputError(`"from" (${from} s) is past the end of ${target.name} (${clock(duration)})`);
+    if (to <= from) throw new ToolInputError(`"to" (${args.to}) must be after "from" (${from})`);
+    const clips = keepRange(target.clips, from, to);
+    return {
+      changes: [{ composition_id: target.composition_id, edit: { kind: 'keep', from, to } }],
+      summary: `Kept only ${clock(from)} to ${clock(to)} of ${target.name}; ${nowLasts({ clips })}`,
+    };
+  },
+};
