@@ -48,7 +48,7 @@ describe('agent tools (given a project model, when a tool runs, then…)', () =>
         refused(talkModel(), 'rename_composition', { name: 'A', colour: 1 }),
         'rename_composition: arguments has an unknown property "colour"',
       );
-      assert.match(refused(talkModel(), 'explode', {}), /^there is no tool "explode"; the tools are read_transcript, cut_ranges/);
+      assert.match(refused(talkModel(), 'explode', {}), /^there is no tool "explode"; the tools are read_transcript, cut_ranges, trim/);
       assert.match(refused(talkModel(), 'set_audio', { loudness_lufs: 3 }), /arguments\.loudness_lufs must be <= -5/);
     });
 
@@ -124,6 +124,14 @@ describe('agent tools (given a project model, when a tool runs, then…)', () =>
         'cut_ranges: ranges[0]: "to" (2) must be after "from" (4)',
       );
       assert.deepEqual(when(talkModel(), 'cut_ranges', { ranges: [{ from: 40, to: 50 }] }).changes, []);
+    });
+
+    it('trims the start and the end', () => {
+      const { changes, summary } = when(talkModel(), 'trim', { start: 5, end: 2.5 });
+      assert.deepEqual(changes, [{ composition_id: MAIN_ID, edit: { kind: 'cut', ranges: [{ from: 0, to: 5 }, { from: 27.5, to: 30 }] } }]);
+      assert.equal(summary, 'Trimmed the first 5.0 s and the last 2.5 s of Main; it is now 0:22.5');
+      assert.match(refused(talkModel(), 'trim', { start: 20, end: 10 }), /would leave nothing of Main/);
+      assert.match(refused(talkModel(), 'trim', {}), /give "start" or "end"/);
     });
 
     it('keeps only a range', () => {

@@ -67,3 +67,37 @@ export const keepOnly: AgentTool = {
     };
   },
 };
+
+export const trim: AgentTool = {
+  schema: {
+    name: 'trim',
+    description: 'Trims seconds off the start and/or the end of a composition.',
+    parameters: {
+      type: 'object',
+      properties: {
+        start: { type: 'number', exclusiveMinimum: 0 },
+        end: { type: 'number', exclusiveMinimum: 0 },
+        composition: compositionArgument,
+      },
+      additionalProperties: false,
+    },
+  },
+  run(model, args, ctx) {
+    const target = targetOf(model, args.composition, ctx);
+    const [start, end] = [(args.start as number | undefined) ?? 0, (args.end as number | undefined) ?? 0];
+    if (start === 0 && end === 0) throw new ToolInputError('give "start" or "end": the seconds to trim');
+    const duration = compositionDuration(target.clips);
+    if (start + end >= duration)
+      throw new ToolInputError(`trimming ${start + end} s would leave nothing of ${target.name} (${clock(duration)})`);
+    const ranges = rangesWithin(target.clips, [
+      { from: 0, to: start },
+      { from: duration - end, to: duration },
+    ]);
+    const clips = ranges.reduceRight((c, r) => cutRange(c, r.from, r.to), [...target.clips]);
+    const what = [start > 0 && `the first ${secondsText(start)}`, end > 0 && `the last ${secondsText(end)}`].filter(Boolean).join(' and ');
+    return {
+      changes: [{ composition_id: target.composition_id, edit: { kind: 'cut', ranges } }],
+      summary: `Trimmed ${what} of ${target.name}; ${nowLasts({ clips })}`,
+    };
+  },
+};

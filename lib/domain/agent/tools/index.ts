@@ -4,7 +4,7 @@ import { applyChange, type SnapshotLookup } from '../apply';
 import type { ProjectModel, ToolOutcome } from '../edits';
 import { setAudio } from './audio';
 import { createComposition, deleteComposition, duplicateComposition, makeClip, renameComposition } from './compositions';
-import { cutRanges, keepOnly } from './cuts';
+import { cutRanges, keepOnly, trim } from './cuts';
 import { addMarkers } from './markers';
 import { removeRetakes } from './retakes';
 import { removeSilences, shortenPauses } from './silences';
@@ -19,6 +19,7 @@ export type { ToolContext, TurnTouch } from './tool';
 export const AGENT_TOOLS: readonly AgentTool[] = [
   readTranscript,
   cutRanges,
+  trim,
   keepOnly,
   removeWords,
   removeRetakes,
