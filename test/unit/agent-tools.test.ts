@@ -128,7 +128,18 @@ describe('agent tools (given a project model, when a tool runs, then…)', () =>
 
     it('trims the start and the end', () => {
       const { changes, summary } = when(talkModel(), 'trim', { start: 5, end: 2.5 });
-      assert.deepEqual(changes, [{ composition_id: MAIN_ID, edit: { kind: 'cut', ranges: [{ from: 0, to: 5 }, { from: 27.5, to: 30 }] } }]);
+      assert.deepEqual(changes, [
+        {
+          composition_id: MAIN_ID,
+          edit: {
+            kind: 'cut',
+            ranges: [
+              { from: 0, to: 5 },
+              { from: 27.5, to: 30 },
+            ],
+          },
+        },
+      ]);
       assert.equal(summary, 'Trimmed the first 5.0 s and the last 2.5 s of Main; it is now 0:22.5');
       assert.match(refused(talkModel(), 'trim', { start: 20, end: 10 }), /would leave nothing of Main/);
       assert.match(refused(talkModel(), 'trim', {}), /give "start" or "end"/);
