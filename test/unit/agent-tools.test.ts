@@ -140,7 +140,7 @@ describe('agent tools (given a project model, when a tool runs, then…)', () =>
           },
         },
       ]);
-      assert.equal(summary, 'Trimmed the first 5.0 s and the last 2.5 s of Main; it is now 0:22.5');
+      assert.equal(summary, 'Trimmed the first 5 s and the last 2.5 s of Main; it is now 0:22.5');
       assert.match(refused(talkModel(), 'trim', { start: 20, end: 10 }), /would leave nothing of Main/);
       assert.match(refused(talkModel(), 'trim', {}), /give "start" or "end"/);
     });
@@ -262,7 +262,7 @@ describe('agent tools (given a project model, when a tool runs, then…)', () =>
           },
         },
       ]);
-      assert.equal(summary, 'Cut 2 silences longer than 1.0 s (14.5 s removed) in Main; it is now 0:15.5');
+      assert.equal(summary, 'Cut 2 silences longer than 1 s (14.5 s removed) in Main; it is now 0:15.5');
       assert.deepEqual(main.clips, [clip('talk.wav', 0, 14.5), clip('talk.wav', 20, 21)]);
     });
 

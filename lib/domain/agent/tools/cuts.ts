@@ -1,6 +1,6 @@
 import { compositionDuration, cutRange, keepRange, ms } from '../../edl';
 import { rangesWithin, totalSeconds } from '../timeline';
-import { clock, compositionArgument, nowLasts, plural, secondsText, targetOf, ToolInputError, type AgentTool } from './tool';
+import { askedSeconds, clock, compositionArgument, nowLasts, plural, secondsText, targetOf, ToolInputError, type AgentTool } from './tool';
 
 /** Cutting and keeping composition time: the tools every other cut reduces to. */
 
@@ -94,7 +94,9 @@ export const trim: AgentTool = {
       { from: duration - end, to: duration },
     ]);
     const clips = ranges.reduceRight((c, r) => cutRange(c, r.from, r.to), [...target.clips]);
-    const what = [start > 0 && `the first ${secondsText(start)}`, end > 0 && `the last ${secondsText(end)}`].filter(Boolean).join(' and ');
+    const what = [start > 0 && `the first ${askedSeconds(start)}`, end > 0 && `the last ${askedSeconds(end)}`]
+      .filter(Boolean)
+      .join(' and ');
     return {
       changes: [{ composition_id: target.composition_id, edit: { kind: 'cut', ranges } }],
       summary: `Trimmed ${what} of ${target.name}; ${nowLasts({ clips })}`,

@@ -39,10 +39,17 @@ export function retakes(words: readonly Word[], windowSeconds = DEFAULT_WINDOW_S
     while (i + matched < j && tokens[i + matched] !== '' && tokens[i + matched] === tokens[j + matched]) matched++;
     return matched >= MIN_MATCHED_WORDS && matched >= j - i - 1;
   };
-  return starts.flatMap((i) => {
-    const j = starts.find((j) => j > i && words[j].start - words[i].start <= windowSeconds && saysAgain(i, j));
-    return j === undefined ? [] : [[i, j] as [number, number]];
-  });
+  const found: [number, number][] = [];
+  for (const [k, i] of starts.entries()) {
+    for (const j of starts.slice(k + 1)) {
+      if (words[j].start - words[i].start > windowSeconds) break; // starts are in time order
+      if (saysAgain(i, j)) {
+        found.push([i, j]);
+        break;
+      }
+    }
+  }
+  return found;
 }
 
 export const removeRetakes: AgentTool = {

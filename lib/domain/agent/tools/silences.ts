@@ -1,7 +1,17 @@
 import { cutRange, ms } from '../../edl';
 import type { ModelComposition, TimeRange } from '../edits';
 import { compositionRangesOf, mergeRanges, totalSeconds } from '../timeline';
-import { compositionArgument, nowLasts, plural, secondsText, targetOf, ToolInputError, type AgentTool, type ToolContext } from './tool';
+import {
+  askedSeconds,
+  compositionArgument,
+  nowLasts,
+  plural,
+  secondsText,
+  targetOf,
+  ToolInputError,
+  type AgentTool,
+  type ToolContext,
+} from './tool';
 
 /**
  * Silences, from the intervals ffmpeg `silencedetect` measured on each media file (media time,
@@ -43,8 +53,8 @@ export const removeSilences: AgentTool = {
     const longerThan = args.longer_than as number;
     const ranges = compositionSilences(target, ctx).filter((s) => s.to - s.from > longerThan);
     if (ranges.length === 0)
-      return { changes: [], summary: `Found no silence longer than ${secondsText(longerThan)} in ${target.name}; nothing changed` };
-    return cutOutcome(target, ranges, `Cut ${plural(ranges.length, 'silence')} longer than ${secondsText(longerThan)}`);
+      return { changes: [], summary: `Found no silence longer than ${askedSeconds(longerThan)} in ${target.name}; nothing changed` };
+    return cutOutcome(target, ranges, `Cut ${plural(ranges.length, 'silence')} longer than ${askedSeconds(longerThan)}`);
   },
 };
 
@@ -66,7 +76,7 @@ export const shortenPauses: AgentTool = {
     // Rounded first: a cut that rounds to nothing is no cut.
     const ranges = long.map((s) => ({ from: ms(s.from + to / 2), to: ms(s.to - to / 2) })).filter((r) => r.to > r.from);
     if (ranges.length === 0)
-      return { changes: [], summary: `Found no pause longer than ${secondsText(to)} in ${target.name}; nothing changed` };
-    return cutOutcome(target, ranges, `Shortened ${plural(ranges.length, 'pause')} to ${secondsText(to)}`);
+      return { changes: [], summary: `Found no pause longer than ${askedSeconds(to)} in ${target.name}; nothing changed` };
+    return cutOutcome(target, ranges, `Shortened ${plural(ranges.length, 'pause')} to ${askedSeconds(to)}`);
   },
 };

@@ -85,7 +85,10 @@ export function clock(seconds: number): string {
   return minutes >= 60 ? `${Math.floor(minutes / 60)}:${String(minutes % 60).padStart(2, '0')}:${s}` : `${minutes}:${s}`;
 }
 
-/** 2.44 → "2.4 s". */
+/** A length as it was asked for: 1 → "1 s", 0.25 → "0.25 s". */
+export const askedSeconds = (seconds: number): string => `${Number(seconds.toFixed(3))} s`;
+
+/** A measured length, to a tenth: 2.44 → "2.4 s". */
 export const secondsText = (seconds: number): string => `${(Math.round(seconds * 10) / 10).toFixed(1)} s`;
 
 export const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
