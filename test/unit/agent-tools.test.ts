@@ -412,6 +412,11 @@ describe('agent tools (given a project model, when a tool runs, then…)', () =>
       ]);
       assert.equal(summary, 'Added 2 markers "pricing" to Main at 0:05.4, 0:20.0');
       assert.equal(main.markers.length, 2);
+      const often = talkModel([composition({ clips: [clip('talk.wav', 0, 30), clip('talk.wav', 0, 30), clip('talk.wav', 0, 30)] })]);
+      assert.equal(
+        when(often, 'add_markers', { phrase: 'pricing', label: 'P' }).summary,
+        'Added 6 markers "P" to Main at 0:05.4, 0:20.0, 0:35.4, 0:50.0, 1:05.4 and 1 more',
+      );
     });
   });
 

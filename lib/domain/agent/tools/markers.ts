@@ -2,6 +2,9 @@ import { compositionDuration, ms, type Marker } from '../../edl';
 import { clock, compositionArgument, plural, targetOf, ToolInputError, wordsOf, type AgentTool } from './tool';
 import { mentionsOf } from './transcript';
 
+/** How many marker times a summary lists: a phrase said 180 times does not make a 180-item sentence. */
+const LISTED_TIMES = 5;
+
 /** Markers at a time, or at each mention of a phrase (at the start of its first word). */
 export const addMarkers: AgentTool = {
   schema: {
@@ -33,7 +36,8 @@ export const addMarkers: AgentTool = {
       markers = mentionsOf(words, phrase!).map((m) => ({ time: words[m.first].start, label }));
       if (markers.length === 0) return { changes: [], summary: `"${phrase}" is not said in ${target.name}; no marker added` };
     }
-    const where = markers.length === 1 ? `at ${clock(markers[0].time)}` : `at ${markers.map((m) => clock(m.time)).join(', ')}`;
+    const listed = markers.slice(0, LISTED_TIMES).map((m) => clock(m.time));
+    const where = `at ${listed.join(', ')}${markers.length > LISTED_TIMES ? ` and ${markers.length - LISTED_TIMES} more` : ''}`;
     return {
       changes: [{ composition_id: target.composition_id, edit: { kind: 'add_markers', markers } }],
       summary: `Added ${plural(markers.length, 'marker')} "${label}" to ${target.name} ${where}`,
