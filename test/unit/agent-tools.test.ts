@@ -227,6 +227,19 @@ describe('agent tools (given a project model, when a tool runs, then…)', () =>
       ]);
     });
 
+    it('counts a take that trails off in a filler, measuring the window from its first word', () => {
+      const words = [
+        word('So', 0, 0.2),
+        word('the', 0.2, 0.4),
+        word('um', 0.6, 0.9),
+        word('So', 1.5, 1.7),
+        word('the', 1.7, 1.9),
+        word('price.', 1.9, 2.3),
+      ];
+      assert.deepEqual(retakes(words), [[0, 3]]);
+      assert.deepEqual(retakes(words, 1.4), [], 'the retake starts 1.5 s after the take');
+    });
+
     it('leaves sentences that only open alike, a retake outside the window, and a single repeated word', () => {
       const alike = [
         word('I', 0, 0.2),

@@ -14,32 +14,18 @@ type Phrasing = {
 
 // ---------------------------------------------------------------- times and numbers
 
-const NUMBER_WORDS = new Map(
-  [
-    'zero',
-    'one',
-    'two',
-    'three',
-    'four',
-    'five',
-    'six',
-    'seven',
-    'eight',
-    'nine',
-    'ten',
-    'eleven',
-    'twelve',
-    'thirteen',
-    'fourteen',
-    'fifteen',
-    'sixteen',
-    'seventeen',
-    'eighteen',
-    'nineteen',
-    'twenty',
-  ].map((w, i) => [w, i]),
-);
-NUMBER_WORDS.set('thirty', 30).set('forty', 40).set('fifty', 50).set('sixty', 60).set('half a', 0.5).set('a', 1).set('an', 1);
+const NUMBER_WORDS = new Map<string, number>([
+  ...'zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty'
+    .split(' ')
+    .map((w, i): [string, number] => [w, i]),
+  ['thirty', 30],
+  ['forty', 40],
+  ['fifty', 50],
+  ['sixty', 60],
+  ['half a', 0.5],
+  ['a', 1],
+  ['an', 1],
+]);
 
 const UNIT_SECONDS: readonly [RegExp, number][] = [
   [/^(ms|msecs?|milliseconds?)$/, 0.001],
