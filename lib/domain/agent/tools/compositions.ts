@@ -45,7 +45,9 @@ export const createComposition: AgentTool = {
         );
       return { media: ref, in: 0, out: media.duration };
     });
-    const created = { composition_id: ctx.newId(), name: (args.name as string).trim(), clips, markers: [] };
+    const newName = (args.name as string).trim();
+    if (newName === '') throw new ToolInputError('the name is blank');
+    const created = { composition_id: ctx.newId(), name: newName, clips, markers: [] };
     const what = clips.length === 0 ? 'empty' : `of ${plural(clips.length, 'media file')}, ${clock(compositionDuration(clips))}`;
     return { changes: [{ create: created }], summary: `Created ${created.name} (${what})` };
   },
