@@ -372,6 +372,7 @@ describe('agent tools (given a project model, when a tool runs, then…)', () =>
         refused(talkModel(), 'create_composition', { name: 'X', media: ['nope.wav'] }),
         /"nope.wav" is not a media file of the project/,
       );
+      assert.equal(refused(talkModel(), 'create_composition', { name: '  ' }), 'create_composition: the name is blank');
     });
 
     it('duplicates clips and markers under a new name', () => {
