@@ -18,6 +18,7 @@ import { keptJobAnswers } from './kept-answers';
 import { mountProjects, timeRange } from './projects';
 import { mountSearch } from './search';
 import { mountDeliveries } from './deliveries';
+import { createDownloadRoutes } from './downloads';
 import { createWebRoutes } from './web/routes';
 import type { BlobStore } from '../../lib/ports/blob-store';
 import type { SearchIndex } from '../../lib/ports/search-index';
@@ -31,8 +32,10 @@ export type QueryApiDeps = ApiAppDeps & {
   clock: Clock;
   ids: Ids;
   search: SearchIndex;
-  /** Where transcripts are read for the project page. */
+  /** Where transcripts are read for the project page, and downloads streamed from. */
   blobs: BlobStore;
+  /** SIGNING_SECRET: download URLs signed with it are served (services/query-api/downloads.ts). */
+  downloadSecret?: string;
   webUrl: string;
   /** The web pages' sign-ins (`createWebSessions` over the writable read store). */
   sessions: WebSessions;
@@ -123,7 +126,10 @@ export function createApp(deps: QueryApiDeps): HttpApp {
       mountSearch(v1, deps);
       mountDeliveries(v1, deps);
     },
-    outside: [web],
+    // Signed download URLs are their own credential (outside the token guard), as upload URLs are.
+    outside: deps.downloadSecret
+      ? [web, createDownloadRoutes({ secret: deps.downloadSecret, blobs: deps.blobs, clock: deps.clock })]
+      : [web],
   });
 }
 

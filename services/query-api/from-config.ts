@@ -1,4 +1,4 @@
-import { openBlobStore, openUrlRefusal, openWebFormLimiter, type ReadSide } from '../../lib/adapters/from-config';
+import { openBlobStore, openSigningSecret, openUrlRefusal, openWebFormLimiter, type ReadSide } from '../../lib/adapters/from-config';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { principalsByTokenId } from '../../lib/app/tenancy';
 import { createWebSessions } from '../../lib/app/web-sessions';
@@ -21,6 +21,7 @@ export function queryDeps(
   | 'read'
   | 'search'
   | 'blobs'
+  | 'downloadSecret'
   | 'webUrl'
   | 'sessions'
   | 'formLimiter'
@@ -36,6 +37,7 @@ export function queryDeps(
     read: readSide.queries,
     search: readSide.search,
     blobs: openBlobStore(config),
+    downloadSecret: openSigningSecret(config),
     webUrl: config.webUrl,
     // Sessions are read from the store itself, not the API's snapshot: a sign-in works on the next request.
     sessions: createWebSessions({

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -40,6 +41,21 @@ export function createLocalBlobStore(options: { root: string; maxBytes?: number 
     },
     async delete(key) {
       await rm(pathOf(key), { force: true });
+    },
+    async open(key) {
+      const path = pathOf(key);
+      try {
+        const info = await stat(path);
+        if (!info.isFile()) return null;
+        return {
+          size: info.size,
+          modified: info.mtime,
+          read: (range) => createReadStream(path, range ? { start: range.start, end: range.end } : {}),
+        };
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw storageFault(err);
+      }
     },
   };
 }
