@@ -9,6 +9,7 @@ import { admin, build, killAll, startBaseline, startService, stop, type Started 
 import { measureReplay } from './replay';
 import { measureSearch } from './search';
 import { measureWebhooks } from './webhooks';
+import { measureDownloads } from './downloads';
 import { measureEngine, type EngineFigures } from './engine';
 
 /**
@@ -69,6 +70,7 @@ const GOALS = {
   replayPerSecond: 50_000,
   lagP99Seconds: 0.05,
   importsRatio: 0.5,
+  downloadRatio: 0.8,
 };
 const IMPORT_BODY = JSON.stringify({ project_name: 'Bench', add_media: { 'a.wav': { url: 'https://media.example.com/a.wav' } } });
 
@@ -195,10 +197,35 @@ function engineRows(f: EngineFigures, met: Record<string, boolean>, lagP99: numb
   ];
 }
 
+/** (g) downloads (bench/downloads.ts). */
+async function downloads(): Promise<boolean> {
+  phase('(g) downloads: curl of a 256 MiB render by signed URL (8 ranges, then whole) against a bare static server, in turns');
+  const g = await measureDownloads();
+  const ratio = g.serviceMBps / g.bareMBps;
+  const met = ratio >= GOALS.downloadRatio;
+  console.log(`\n(g) downloads\n`);
+  printTable([
+    { figure: '(g) bare static server of the file (baseline)', value: `${Math.round(g.bareMBps)} MiB/s` },
+    {
+      figure: '(g) GET {BASE_URL}/downloads/… with Range',
+      value: `${Math.round(g.serviceMBps)} MiB/s`,
+      ratio: ratio.toFixed(2),
+      goal: `>= ${GOALS.downloadRatio}`,
+      met,
+    },
+    { figure: '    ratio turn by turn', value: g.turns.map((t) => t.toFixed(2)).join(' ') },
+  ]);
+  console.log(`\nsummary (g): ${JSON.stringify({ download_ratio: round(ratio), ...g, met })}`);
+  return met;
+}
+
+/** Phases that need nothing of the HTTP figures' set-up: BENCH_ONLY made of these runs them alone. */
+const STANDALONE: Record<string, () => Promise<boolean>> = { f: engine, g: downloads };
+
 async function main() {
-  if (ONLY === 'f') {
+  if (ONLY && [...ONLY].every((letter) => letter in STANDALONE)) {
     await build();
-    await engine();
+    for (const letter of ONLY) await STANDALONE[letter]();
     return;
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-data-'));
@@ -421,6 +448,7 @@ async function main() {
     };
     console.log(`\nsummary: ${JSON.stringify(summary)}`);
     if (runs('f')) await engine();
+    if (runs('g')) await downloads();
   } finally {
     for (const s of started.reverse()) await stop(s);
     rmSync(dataDir, { recursive: true, force: true });
