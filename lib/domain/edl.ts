@@ -56,14 +56,129 @@ function piece(c: Clip, from: number, to: number): Clip | null {
 }
 const present = <T>(x: T | null): x is T => x !== null;
 
+/**
+ * Where each clip ends in composition time, in whole milliseconds, remembered per clip list. Every
+ * time here is a millisecond (see `ms`), so integer sums give exactly the doubles the chain of
+ * rounded additions in `clipSpans` gives, without walking the list: folding thousands of cuts of
+ * a long composition costs a binary search and two array copies per cut instead of a new object
+ * per clip (20,000 cuts folded in 50 s before). A cache, not state: the lists are never mutated.
+ */
+const endsByList = new WeakMap<readonly Clip[], Float64Array>();
+
+function endsMs(clips: readonly Clip[]): Float64Array {
+  let ends = endsByList.get(clips);
+  if (!ends) {
+    ends = new Float64Array(clips.length);
+    let t = 0;
+    clips.forEach((c, i) => (ends![i] = t += Math.round(c.out * 1000) - Math.round(c.in * 1000)));
+    endsByList.set(clips, ends);
+  }
+  return ends;
+}
+
+/** The first index below `n` whose end (ms) is above `t`, or `n` when none. */
+function firstEndAbove(ends: Float64Array, n: number, t: number): number {
+  let lo = 0;
+  let hi = n;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (ends[mid] > t) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+const lengthMs = (c: Clip): number => Math.round(c.out * 1000) - Math.round(c.in * 1000);
+
+/** What cutting [from, to) does to the first `n` clips: clips [first, last) become `middle` (their kept ends). */
+function planCut(clips: readonly Clip[], ends: Float64Array, n: number, from: number, to: number) {
+  const [f, t] = [Math.round(from * 1000), Math.round(to * 1000)];
+  const startOf = (i: number) => (i === 0 ? 0 : ends[i - 1]) / 1000;
+  const first = firstEndAbove(ends, n, f); // the first clip ending after `from`
+  let last = first; // one past the last clip starting before `to`
+  while (last < n && startOf(last) * 1000 < t) last++;
+  if (first >= last) return { first, last, middle: [] as Clip[] };
+  const head = startOf(first) < from ? piece(clips[first], 0, from - startOf(first)) : null;
+  const endLast = ends[last - 1] / 1000;
+  const tail = endLast > to ? piece(clips[last - 1], to - startOf(last - 1), endLast - startOf(last - 1)) : null;
+  return { first, last, middle: [head, tail].filter(present) };
+}
+
+/** Writes into `out` (from index `first`) the ends after clips [first, last) of `ends` became `middle`. */
+function shiftEnds(ends: Float64Array, n: number, out: Float64Array, cut: { first: number; last: number; middle: readonly Clip[] }) {
+  const { first, last, middle } = cut;
+  const removedEnd = ends[last - 1];
+  let t = first === 0 ? 0 : ends[first - 1];
+  const middleEnds = middle.map((c) => (t += lengthMs(c)));
+  const shift = removedEnd - t;
+  if (out === ends) out.copyWithin(first + middle.length, last, n);
+  else out.set(ends.subarray(last, n), first + middle.length);
+  middleEnds.forEach((e, k) => (out[first + k] = e));
+  for (let j = first + middle.length, end = n - (last - first) + middle.length; j < end; j++) out[j] -= shift;
+}
+
 /** Removes composition time [from, to), splitting the clips at its edges. */
 export function cutRange(clips: readonly Clip[], from: number, to: number): Clip[] {
-  const spans = clipSpans(clips);
-  return clips.flatMap((c, i) => {
-    const { start, end } = spans[i];
-    if (end <= from || start >= to) return [c];
-    return [start < from ? piece(c, 0, from - start) : null, end > to ? piece(c, to - start, end - start) : null].filter(present);
-  });
+  const ends = endsMs(clips);
+  const cut = planCut(clips, ends, clips.length, from, to);
+  if (cut.first >= cut.last) return [...clips];
+  const out = clips.slice(0, cut.first).concat(cut.middle, clips.slice(cut.last));
+  const outEnds = new Float64Array(out.length);
+  outEnds.set(ends.subarray(0, cut.first));
+  shiftEnds(ends, clips.length, outEnds, cut);
+  endsByList.set(out, outEnds);
+  return out;
+}
+
+/**
+ * A clip list cut many times in a row in place: folding a long run of cuts (a composition edited
+ * thousands of times) moves clips within one array instead of copying the list per cut. The same
+ * results as `cutRange` one cut after another; `done` hands the list over (not to be cut again).
+ */
+export function cutsInPlace(clips: readonly Clip[]) {
+  const list = [...clips];
+  let ends = new Float64Array(Math.max(16, clips.length * 2));
+  ends.set(endsMs(clips));
+  return {
+    cut(from: number, to: number): void {
+      const cut = planCut(list, ends, list.length, from, to);
+      if (cut.first >= cut.last) return;
+      const grown = list.length - (cut.last - cut.first) + cut.middle.length;
+      if (grown > ends.length) {
+        const bigger = new Float64Array(grown * 2);
+        bigger.set(ends);
+        ends = bigger;
+      }
+      shiftEnds(ends, list.length, ends, cut);
+      list.splice(cut.first, cut.last - cut.first, ...cut.middle);
+    },
+    done(): Clip[] {
+      endsByList.set(list, ends.slice(0, list.length));
+      return list;
+    },
+  };
+}
+
+/**
+ * Removes every range at once: merged, then cut from the last to the first, so each range is
+ * composition time as it was before the edit.
+ */
+export function cutRanges(clips: readonly Clip[], ranges: readonly TimeSpan[]): Clip[] {
+  return mergeRanges(ranges).reduceRight<readonly Clip[]>((out, r) => cutRange(out, r.from, r.to), clips) as Clip[];
+}
+
+export type TimeSpan = { readonly from: number; readonly to: number };
+
+/** Sorted by start, overlapping or touching ranges joined, empty ones dropped. */
+export function mergeRanges(ranges: readonly TimeSpan[]): TimeSpan[] {
+  const sorted = ranges.filter((r) => r.to > r.from).sort((a, b) => a.from - b.from);
+  const out: TimeSpan[] = [];
+  for (const r of sorted) {
+    const prev = out[out.length - 1];
+    if (prev && r.from <= prev.to) out[out.length - 1] = { from: prev.from, to: Math.max(prev.to, r.to) };
+    else out.push({ from: r.from, to: r.to });
+  }
+  return out;
 }
 
 /** Keeps only composition time [from, to), splitting the clips at its edges. */
@@ -111,6 +226,10 @@ export function addMarker(markers: readonly Marker[], marker: Marker): Marker[] 
 export const cutMarkers = (markers: readonly Marker[], from: number, to: number): Marker[] =>
   markers.filter((m) => m.time <= from || m.time >= to).map((m) => (m.time >= to ? { ...m, time: ms(m.time - (to - from)) } : m));
 
+/** Markers after cutting every range at once, the last range first (as `cutRanges`). */
+export const cutRangesMarkers = (markers: readonly Marker[], ranges: readonly TimeSpan[]): Marker[] =>
+  mergeRanges(ranges).reduceRight<Marker[]>((out, r) => cutMarkers(out, r.from, r.to), [...markers]);
+
 /** Markers after keeping [from, to]: those outside go, the rest move left by `from`. */
 export const keepMarkers = (markers: readonly Marker[], from: number, to: number): Marker[] =>
   markers.filter((m) => m.time >= from && m.time <= to).map((m) => ({ ...m, time: ms(m.time - from) }));
@@ -142,6 +261,45 @@ export function reorderMarkers(clips: readonly Clip[], markers: readonly Marker[
     return { ...m, time: ms(after[positionOf.get(i)!].start + (m.time - before[i].start)) };
   });
   return moved.sort((a, b) => a.time - b.time); // stable: equal times keep their order
+}
+
+// ---------------------------------------------------------------- time mapping
+
+/** What plays at a composition time: the clip (its index), its media and the media time. */
+export type MediaPoint = { readonly clip: number; readonly media: string; readonly time: number };
+
+/**
+ * The media playing at composition time `time`, or null outside [0, duration]. A time on a join
+ * belongs to the clip starting there; the very end belongs to the last clip (its `out`).
+ */
+export function mediaAt(clips: readonly Clip[], time: number): MediaPoint | null {
+  const ends = endsMs(clips);
+  const t = Math.round(time * 1000);
+  if (!Number.isFinite(time) || t < 0 || clips.length === 0 || t > ends[ends.length - 1]) return null;
+  const i = Math.min(firstEndAbove(ends, clips.length, t), clips.length - 1);
+  const start = i === 0 ? 0 : ends[i - 1];
+  return { clip: i, media: clips[i].media, time: ms(clips[i].in + (t - start) / 1000) };
+}
+
+/**
+ * The composition ranges where media time [from, to) of `media` plays, in composition order:
+ * none when it was cut, several when it plays in several clips (split, reordered, duplicated).
+ * Ranges that meet in composition time are joined (a clip split and left in place).
+ */
+export function compositionRangesOf(clips: readonly Clip[], media: string, from: number, to: number): TimeSpan[] {
+  const ends = endsMs(clips);
+  const out: TimeSpan[] = [];
+  clips.forEach((c, i) => {
+    if (c.media !== media) return;
+    const [lo, hi] = [Math.max(from, c.in), Math.min(to, c.out)];
+    if (hi <= lo) return;
+    const start = (i === 0 ? 0 : ends[i - 1]) / 1000;
+    const range = { from: ms(start + lo - c.in), to: ms(start + hi - c.in) };
+    const prev = out[out.length - 1];
+    if (prev && prev.to === range.from) out[out.length - 1] = { from: prev.from, to: range.to };
+    else if (range.to > range.from) out.push(range);
+  });
+  return out;
 }
 
 // ---------------------------------------------------------------- transcript
