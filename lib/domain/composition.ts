@@ -237,11 +237,21 @@ export function evolveComposition(state: CompositionState, event: CompositionEve
 
 const isCut = (e: CompositionEvent): e is CompositionRangeCut | CompositionRangesCut =>
   e.type === 'CompositionRangeCut' || e.type === 'CompositionRangesCut';
+/** Events that leave the clip list as it is. */
+const CLIPS_KEPT: ReadonlySet<CompositionEvent['type']> = new Set([
+  'CompositionRenamed',
+  'CompositionMarkerAdded',
+  'CompositionMarkersAdded',
+  'CompositionAudioSet',
+  'CompositionDeleted',
+] as const);
+const foldsInPlace = (e: CompositionEvent) => isCut(e) || CLIPS_KEPT.has(e.type);
 
 /**
  * The same state as `events.reduce(evolveComposition, state)`, without copying the clip list per
- * event: a run of cuts (what agents and text edits append, thousands on a long composition) is
- * applied in place on one working list (`cutsInPlace`), handed over when the run ends.
+ * event: a run of cuts (what agents and text edits append, thousands on a long composition),
+ * and of edits that leave the clips as they are, is applied in place on one working list
+ * (`cutsInPlace`), handed over when the run ends.
  */
 export function foldComposition(state: CompositionState, events: readonly CompositionEvent[]): CompositionState {
   let s = state;
@@ -251,18 +261,22 @@ export function foldComposition(state: CompositionState, events: readonly Compos
       continue;
     }
     const clips = cutsInPlace(s.clips);
-    let { markers, log, updated_at } = s;
+    let rest = snapshotOf(s); // all but the clips, which are cut in place
+    let { log, updated_at } = s;
     const first = i;
-    for (; i < events.length; i++) {
+    for (; i < events.length && foldsInPlace(events[i]); i++) {
       const e = events[i];
-      if (!isCut(e)) break;
-      const ranges = e.type === 'CompositionRangesCut' ? e.data.ranges : [e.data];
-      for (const r of [...mergeRanges(ranges)].reverse()) clips.cut(r.from, r.to);
-      markers = e.type === 'CompositionRangesCut' ? cutRangesMarkers(markers, ranges) : cutMarkers(markers, e.data.from, e.data.to);
+      if (isCut(e)) {
+        const ranges = e.type === 'CompositionRangesCut' ? e.data.ranges : [e.data];
+        for (const r of [...mergeRanges(ranges)].reverse()) clips.cut(r.from, r.to);
+        const markers =
+          e.type === 'CompositionRangesCut' ? cutRangesMarkers(rest.markers, ranges) : cutMarkers(rest.markers, e.data.from, e.data.to);
+        rest = { ...rest, markers };
+      } else rest = evolveSnapshot(rest, e);
       log = { event: e, prev: log };
-      updated_at = e.data.at;
+      updated_at = timeOf(e) ?? updated_at;
     }
-    s = { ...s, clips: clips.done(), markers, log, updated_at, revision: s.revision + (i - first) };
+    s = { ...s, ...rest, clips: clips.done(), log, updated_at, revision: s.revision + (i - first) };
   }
   return s;
 }
