@@ -17,6 +17,7 @@ import { endedAt, evolveJobDoc, JOBS, renderJob } from '../../lib/read-models/jo
 import { keptJobAnswers } from './kept-answers';
 import { mountProjects, timeRange } from './projects';
 import { mountSearch } from './search';
+import { mountCompositionTranscript } from './composition-transcript';
 import { mountDeliveries } from './deliveries';
 import { createWebRoutes } from './web/routes';
 import type { BlobStore } from '../../lib/ports/blob-store';
@@ -121,6 +122,7 @@ export function createApp(deps: QueryApiDeps): HttpApp {
 
       mountProjects(v1, deps);
       mountSearch(v1, deps);
+      mountCompositionTranscript(v1, deps);
       mountDeliveries(v1, deps);
     },
     outside: [web],
