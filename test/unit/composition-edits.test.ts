@@ -10,8 +10,8 @@ import {
   initialCompositionState,
   snapshotAt,
 } from '../../lib/domain/composition';
-import { applyEdit } from '../../lib/domain/agent/apply-edit';
-import type { CompositionEdit, ModelComposition } from '../../lib/domain/agent/edits';
+import { applyChange, applyEdit } from '../../lib/domain/agent/apply-edit';
+import type { CompositionEdit, ModelComposition, ProjectModel } from '../../lib/domain/agent/edits';
 import { isRejection } from '../../lib/domain/errors';
 import { specFor } from '../fixtures/given';
 
@@ -298,6 +298,49 @@ describe('composition edits planned on a revision', () => {
       assert.ok(reverted && !isRejection(reverted));
       assert.deepEqual([reverted.name, reverted.clips], ['Then', [B]]);
       assert.ok(isRejection(applyEdit({ ...model, revision: 4 }, { kind: 'revert', to_revision: 1 })));
+    });
+  });
+
+  describe('applying a planned change to the project model', () => {
+    const main: ModelComposition = {
+      composition_id: created.data.composition_id,
+      short_id: 'abcde',
+      name: 'Main',
+      revision: 3,
+      clips: [A, B],
+      markers: [],
+      audio: NO_AUDIO,
+    };
+    const project: ProjectModel = { project_id: 'p', media: [], compositions: [main] };
+    const NEW = '0193a3c2-1234-7abc-8def-0123456789ab';
+    it('replaces the edited composition, keeping the others and the revision', () => {
+      const out = applyChange(project, { composition_id: main.composition_id, edit: { kind: 'rename', name: 'Intro' } });
+      assert.ok(!isRejection(out));
+      assert.deepEqual(out.compositions, [{ ...main, name: 'Intro' }]);
+    });
+    it('adds a new composition at revision 0 with its short id, and drops a deleted one', () => {
+      const added = applyChange(project, { create: { composition_id: NEW, name: 'Clip', clips: [B], markers: [] } });
+      assert.ok(!isRejection(added));
+      assert.deepEqual(added.compositions[1], {
+        composition_id: NEW,
+        short_id: '0193a',
+        name: 'Clip',
+        revision: 0,
+        clips: [B],
+        markers: [],
+        audio: NO_AUDIO,
+      });
+      const dropped = applyChange(added, { composition_id: main.composition_id, edit: { kind: 'delete' } });
+      assert.ok(!isRejection(dropped));
+      assert.deepEqual(
+        dropped.compositions.map((c) => c.name),
+        ['Clip'],
+      );
+    });
+    it('refuses an edit of a composition the project does not have', () => {
+      const out = applyChange(project, { composition_id: NEW, edit: { kind: 'delete' } });
+      assert.ok(isRejection(out));
+      assert.equal(out.error.code, 'not_found');
     });
   });
 });

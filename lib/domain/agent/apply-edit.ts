@@ -1,6 +1,7 @@
-import { decideEdit, evolveSnapshot, type CompositionSnapshot } from '../composition';
-import { isRejection, type Rejection } from '../errors';
-import type { CompositionEdit, ModelComposition } from './edits';
+import { decideEdit, evolveSnapshot, NO_AUDIO_SETTINGS, type CompositionSnapshot } from '../composition';
+import { isRejection, notFound, reject, type Rejection } from '../errors';
+import { shortIdOf } from '../ids';
+import type { CompositionEdit, ModelComposition, PlannedChange, ProjectModel } from './edits';
 
 /**
  * A turn plans tool after tool on its in-memory model: each edit is applied here as soon as it is
@@ -29,4 +30,26 @@ export function applyEdit(
   const after = events.reduce(evolveSnapshot, before);
   if (after.deleted) return null;
   return { ...model, name: after.name, clips: after.clips, markers: after.markers, audio: after.audio };
+}
+
+/**
+ * The project model after one planned change: an edit replaces its composition (a deleted one
+ * leaves the list), a new composition joins the end at revision 0 (its creation), which later
+ * edits of the same turn are planned on. An edit of a composition the model does not have is
+ * `not_found`.
+ */
+export function applyChange(project: ProjectModel, change: PlannedChange, snapshotAt?: SnapshotLookup): ProjectModel | Rejection {
+  if ('create' in change) {
+    const { composition_id, name, clips, markers } = change.create;
+    const created = { composition_id, short_id: shortIdOf(composition_id), name, revision: 0, clips, markers, audio: NO_AUDIO_SETTINGS };
+    return { ...project, compositions: [...project.compositions, created] };
+  }
+  const at = project.compositions.findIndex((c) => c.composition_id === change.composition_id);
+  if (at === -1) return reject(notFound(`composition ${change.composition_id} is not in the project`));
+  const after = applyEdit(project.compositions[at], change.edit, snapshotAt);
+  if (isRejection(after)) return after;
+  const compositions = [...project.compositions];
+  if (after === null) compositions.splice(at, 1);
+  else compositions[at] = after;
+  return { ...project, compositions };
 }
