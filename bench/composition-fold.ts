@@ -19,10 +19,11 @@ import type { NewEvent } from '../lib/ports/event-store';
  * bench/composition-fold.ts`. A three-hour recording edited BENCH_FOLD_EDITS times (20,000), each
  * edit cutting a tenth of a second somewhere (so the clip list grows to about as many clips as
  * edits, the worst case for copying it), every tenth edit a rename; stored in the embedded
- * SQLite event store. Reports, never asserts: the time to fold the events in memory, to read and
- * fold the stream as a command does (`commandHandler.load`), the heap the folded state keeps and
- * the heap's peak growth while folding, and the time to decide a revert to the middle revision
- * (it folds the events again up to there). Goal: < 1 s and < 100 MB.
+ * SQLite event store. Reports, never asserts: the time to fold the events in memory (the first
+ * fold, with the code still cold, and the median of three more, as in a service that has folded
+ * before), to read and fold the stream as a command does (`commandHandler.load`), the heap the
+ * folded state keeps and the heap's peak growth while folding, and the time to decide a revert
+ * to the middle revision (it folds the events again up to there). Goal: < 1 s and < 100 MB.
  */
 
 const EDITS = Math.max(1, Number(process.env.BENCH_FOLD_EDITS ?? 20_000));
@@ -77,6 +78,12 @@ async function main() {
     clearInterval(sampler);
     peak = Math.max(peak, process.memoryUsage().heapUsed / 1e6);
     const kept = heapMb() - before;
+    const warm = [0, 1, 2].map(() => {
+      const start = process.hrtime.bigint();
+      foldComposition(initialCompositionState(), events);
+      return seconds(start);
+    });
+    const warmSeconds = warm.sort((a, b) => a - b)[1];
 
     const loadStart = process.hrtime.bigint();
     const loaded = await commandHandler(store, compositionDecider, streams.composition).load(COMPOSITION);
@@ -95,7 +102,8 @@ async function main() {
     console.log(
       `composition fold: ${EDITS.toLocaleString('en-US')} edit events, ${state.clips.length.toLocaleString('en-US')} clips at the end`,
     );
-    console.log(`  fold in memory           ${(foldSeconds * 1000).toFixed(0)} ms (goal < 1000 ms)`);
+    console.log(`  fold in memory, first    ${(foldSeconds * 1000).toFixed(0)} ms (goal < 1000 ms)`);
+    console.log(`  fold in memory, warm     ${(warmSeconds * 1000).toFixed(0)} ms (the median of three more)`);
     console.log(`  read + fold (a command)  ${(loadSeconds * 1000).toFixed(0)} ms`);
     console.log(`  heap kept by the state   ${gc ? `${kept.toFixed(1)} MB` : 'n/a'}`);
     console.log(`  heap peak while folding  ${(peak - before).toFixed(1)} MB above the start (goal < 100 MB)`);

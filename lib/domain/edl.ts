@@ -90,10 +90,13 @@ function firstEndAbove(ends: Float64Array, n: number, t: number): number {
 
 const lengthMs = (c: Clip): number => Math.round(c.out * 1000) - Math.round(c.in * 1000);
 
-/** What cutting [from, to) does to the first `n` clips: clips [first, last) become `middle` (their kept ends). */
-function planCut(clips: readonly Clip[], ends: Float64Array, n: number, from: number, to: number) {
+/**
+ * What cutting [from, to) does to the first `n` clips, the first starting at `base` ms: clips
+ * [first, last) become `middle` (their kept ends).
+ */
+function planCut(clips: readonly Clip[], ends: Float64Array, n: number, from: number, to: number, base = 0) {
   const [f, t] = [Math.round(from * 1000), Math.round(to * 1000)];
-  const startOf = (i: number) => (i === 0 ? 0 : ends[i - 1]) / 1000;
+  const startOf = (i: number) => (i === 0 ? base : ends[i - 1]) / 1000;
   const first = firstEndAbove(ends, n, f); // the first clip ending after `from`
   let last = first; // one past the last clip starting before `to`
   while (last < n && startOf(last) * 1000 < t) last++;
@@ -130,31 +133,61 @@ export function cutRange(clips: readonly Clip[], from: number, to: number): Clip
   return out;
 }
 
+/** Clips per block of `cutsInPlace`: a cut rewrites one block and the blocks' starts, not the list. */
+const BLOCK = 64;
+
+type Block = { clips: Clip[]; total: number };
+
+const blockOf = (clips: Clip[]): Block => ({ clips, total: clips.reduce((sum, c) => sum + lengthMs(c), 0) });
+
+function blocksOf(clips: readonly Clip[]): Block[] {
+  const blocks: Block[] = [];
+  for (let i = 0; i < clips.length; i += BLOCK) blocks.push(blockOf(clips.slice(i, i + BLOCK)));
+  return blocks;
+}
+
 /**
- * A clip list cut many times in a row in place: folding a long run of cuts (a composition edited
- * thousands of times) moves clips within one array instead of copying the list per cut. The same
- * results as `cutRange` one cut after another; `done` hands the list over (not to be cut again).
+ * A clip list cut many times in a row: folding a long run of cuts (a composition edited
+ * thousands of times) must not copy the list per cut. The list is kept in blocks of about
+ * `BLOCK` clips with their start times, so a cut rewrites the block or blocks it touches (the
+ * same `planCut` as `cutRange`, so the same results, cut after cut) and moves the later blocks'
+ * starts. `done` hands the list over (not to be cut again).
  */
 export function cutsInPlace(clips: readonly Clip[]) {
-  const list = [...clips];
-  let ends = new Float64Array(Math.max(16, clips.length * 2));
-  ends.set(endsMs(clips));
+  const blocks = blocksOf(clips);
+  const starts: number[] = [];
+  const restart = (from: number) => {
+    starts.length = blocks.length;
+    for (let k = from; k < blocks.length; k++) starts[k] = k === 0 ? 0 : starts[k - 1] + blocks[k - 1].total;
+  };
+  restart(0);
   return {
     cut(from: number, to: number): void {
-      const cut = planCut(list, ends, list.length, from, to);
-      if (cut.first >= cut.last) return;
-      const grown = list.length - (cut.last - cut.first) + cut.middle.length;
-      if (grown > ends.length) {
-        const bigger = new Float64Array(grown * 2);
-        bigger.set(ends);
-        ends = bigger;
+      const [f, t] = [Math.round(from * 1000), Math.round(to * 1000)];
+      let lo = 0;
+      let hi = blocks.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (starts[mid] + blocks[mid].total > f) hi = mid;
+        else lo = mid + 1;
       }
-      shiftEnds(ends, list.length, ends, cut);
-      list.splice(cut.first, cut.last - cut.first, ...cut.middle);
+      const bi = lo; // the first block ending after `from`
+      if (bi === blocks.length) return;
+      let bj = bi; // the last block starting before `to`
+      while (bj + 1 < blocks.length && starts[bj + 1] < t) bj++;
+      const window = bi === bj ? blocks[bi].clips : blocks.slice(bi, bj + 1).flatMap((b) => b.clips);
+      const ends = new Float64Array(window.length);
+      let end = starts[bi];
+      window.forEach((c, i) => (ends[i] = end += lengthMs(c)));
+      const cut = planCut(window, ends, window.length, from, to, starts[bi]);
+      if (cut.first >= cut.last) return;
+      const kept = window.slice(0, cut.first).concat(cut.middle, window.slice(cut.last));
+      const replaced = kept.length <= 2 * BLOCK ? (kept.length === 0 ? [] : [blockOf(kept)]) : blocksOf(kept);
+      blocks.splice(bi, bj - bi + 1, ...replaced);
+      restart(bi);
     },
     done(): Clip[] {
-      endsByList.set(list, ends.slice(0, list.length));
-      return list;
+      return blocks.flatMap((b) => b.clips);
     },
   };
 }
