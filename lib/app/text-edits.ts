@@ -2,7 +2,7 @@ import { compositionDecider } from '../domain/composition';
 import { compositionDuration, type Word } from '../domain/edl';
 import { AppError, conflict, forbidden, invalidInput, notFound } from '../domain/errors';
 import { isUuid, streams } from '../domain/ids';
-import { projectDecider, type CompositionEntry } from '../domain/project';
+import { projectDecider, type CompositionEntry, type MediaFile } from '../domain/project';
 import { deletedWords, rangesOfWords, transcriptText, transcriptWords } from '../domain/text-edit';
 import type { BlobStore } from '../ports/blob-store';
 import type { Clock, Ids } from '../ports/clock';
@@ -65,42 +65,50 @@ function checkBody(body: unknown): { text: string; revision: number } {
   return { text, revision };
 }
 
+/** Where a text's words come from: the project stream's media (its transcripts, a sequence's tracks). */
+const sourcesOf = (media: ReadonlyMap<string, MediaFile>) => (ref: string) => {
+  const m = media.get(ref);
+  return m && { transcript_key: m.transcript?.transcript_key ?? null, tracks: m.tracks };
+};
+
+/** The text must have been read at the composition's revision: older is a conflict (read it again), newer does not exist. */
+function checkRevision(revision: number, current: number): void {
+  if (revision < current)
+    throw conflict(`the composition moved on: the text was read at revision ${revision}, it is at ${current}; read it again`, 'moved_on');
+  if (revision > current) throw invalidInput(`revision ${revision} does not exist (the composition is at revision ${current})`);
+}
+
 export function createTextEdits(deps: TextEditDeps) {
   const projects = commandHandler(deps.store, projectDecider, streams.project);
   const compositions = commandHandler(deps.store, compositionDecider, streams.composition);
 
+  /** The project of the principal's drive and its composition, from their streams: 400, 403 or 404 as the project detail answers. */
+  async function target(who: Principal, projectId: string, compositionRef: string) {
+    if (!isUuid(projectId)) throw invalidInput(`project_id ${JSON.stringify(projectId.slice(0, 80))} is not a UUID`);
+    const { state: project } = await projects.load(projectId.toLowerCase());
+    if (!project.exists) throw notFound(`project ${projectId} does not exist`);
+    if (project.project.drive_id !== who.driveId) throw forbidden(`project ${projectId} belongs to another drive`);
+    const entry = compositionOf<CompositionEntry>(project.compositions, (c) => c.composition_id, compositionRef);
+    const { state } = await compositions.load(entry.composition_id);
+    if (!state.exists || state.deleted) throw notFound(`composition ${compositionRef} does not exist in this project`);
+    const ids = { project_id: project.project.project_id, composition_id: entry.composition_id };
+    return { ids, composition: state, sourceOf: sourcesOf(project.media) };
+  }
+
   return {
     async edit(who: Principal, projectId: string, compositionRef: string, body: unknown): Promise<TranscriptAnswer> {
-      if (!isUuid(projectId)) throw invalidInput(`project_id ${JSON.stringify(projectId.slice(0, 80))} is not a UUID`);
       const { text, revision } = checkBody(body);
-      const { state: project } = await projects.load(projectId.toLowerCase());
-      if (!project.exists) throw notFound(`project ${projectId} does not exist`);
-      if (project.project.drive_id !== who.driveId) throw forbidden(`project ${projectId} belongs to another drive`);
-      const entry = compositionOf<CompositionEntry>(project.compositions, (c) => c.composition_id, compositionRef);
-      const ids = { project_id: project.project.project_id, composition_id: entry.composition_id };
-      const { state } = await compositions.load(entry.composition_id);
-      if (!state.exists || state.deleted) throw notFound(`composition ${compositionRef} does not exist in this project`);
-      if (revision < state.revision)
-        throw conflict(
-          `the composition moved on: the text was read at revision ${revision}, it is at ${state.revision}; read it again`,
-          'moved_on',
-        );
-      if (revision > state.revision)
-        throw invalidInput(`revision ${revision} does not exist (the composition is at revision ${state.revision})`);
-      const media = project.media;
-      const sourceOf = (ref: string) => {
-        const m = media.get(ref);
-        return m && { transcript_key: m.transcript?.transcript_key ?? null, tracks: m.tracks };
-      };
-      const words = await wordsOfClips(deps.blobs, sourceOf, state.clips);
+      const { ids, composition, sourceOf } = await target(who, projectId, compositionRef);
+      checkRevision(revision, composition.revision);
+      const words = await wordsOfClips(deps.blobs, sourceOf, composition.clips);
       const deleted = deletedWords(words, text);
       if (deleted instanceof AppError) throw deleted;
       const ranges = rangesOfWords(words, deleted);
-      if (ranges.length === 0) return transcriptAnswer(ids, state.revision, compositionDuration(state.clips), words);
-      const now = deps.clock.now().toISOString();
+      if (ranges.length === 0) return transcriptAnswer(ids, composition.revision, compositionDuration(composition.clips), words);
+      // Planned on the revision read: if another edit lands first, the decider refuses it (409).
       const { state: after } = await compositions.handle(
-        entry.composition_id,
-        { type: 'ApplyEdits', edits: [{ kind: 'cut', ranges }], planned_on: revision, now },
+        ids.composition_id,
+        { type: 'ApplyEdits', edits: [{ kind: 'cut', ranges }], planned_on: revision, now: deps.clock.now().toISOString() },
         { newId: () => deps.ids.uuidv7(), metadata: { partition_key: ids.project_id, drive_id: who.driveId, user_id: who.userId } },
       );
       if (!after.exists) throw new Error('the composition vanished while it was edited');
