@@ -52,7 +52,7 @@ const stateOf = (doc: Doc): Existing => {
 };
 
 /** Whether a document of this model is a deleted composition's tombstone. */
-export const isDeletedComposition = (doc: Doc): boolean => doc.deleted === true;
+export const isDeletedComposition = (doc: Readonly<Record<string, unknown>>): boolean => doc.deleted === true;
 
 export const compositionsModel: ReadModel = {
   name: COMPOSITIONS,
