@@ -10,7 +10,7 @@ import {
   initialCompositionState,
   snapshotAt,
 } from '../../lib/domain/composition';
-import { applyChange, applyEdit } from '../../lib/domain/agent/apply-edit';
+import { applyChange, applyEdit, modelCompositionOf } from '../../lib/domain/agent/apply-edit';
 import type { CompositionEdit, ModelComposition, ProjectModel } from '../../lib/domain/agent/edits';
 import { isRejection } from '../../lib/domain/errors';
 import { specFor } from '../fixtures/given';
@@ -284,6 +284,16 @@ describe('composition edits planned on a revision', () => {
       }
       const state = existing(fold(...run(edits(0, ...turn))));
       assert.deepEqual([m.name, m.clips, m.markers, m.audio, m.revision], [state.name, state.clips, state.markers, state.audio, 0]);
+    });
+    it('is read from the folded state: its revision, clips and audio; none once deleted', () => {
+      const stream = run(edits(0, { kind: 'set_audio', loudness_lufs: -16, noise_reduction: false }));
+      assert.deepEqual(modelCompositionOf(fold(...stream)), {
+        ...model,
+        revision: 1,
+        audio: { loudness_lufs: -16, noise_reduction: false },
+      });
+      assert.equal(modelCompositionOf(fold(...run(edits(0, { kind: 'delete' })))), null);
+      assert.equal(modelCompositionOf(initialCompositionState()), null);
     });
     it('is null once deleted, and refuses what the decider refuses', () => {
       assert.equal(applyEdit(model, { kind: 'delete' }), null);

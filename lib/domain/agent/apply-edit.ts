@@ -1,4 +1,4 @@
-import { decideEdit, evolveSnapshot, NO_AUDIO_SETTINGS, type CompositionSnapshot } from '../composition';
+import { decideEdit, evolveSnapshot, NO_AUDIO_SETTINGS, type CompositionSnapshot, type CompositionState } from '../composition';
 import { isRejection, notFound, reject, type Rejection } from '../errors';
 import { shortIdOf } from '../ids';
 import type { CompositionEdit, ModelComposition, PlannedChange, ProjectModel } from './edits';
@@ -52,4 +52,11 @@ export function applyChange(project: ProjectModel, change: PlannedChange, snapsh
   if (after === null) compositions.splice(at, 1);
   else compositions[at] = after;
   return { ...project, compositions };
+}
+
+/** A composition's folded state as the tools read it (null: no composition, or a deleted one). */
+export function modelCompositionOf(state: CompositionState): ModelComposition | null {
+  if (!state.exists || state.deleted) return null;
+  const { composition_id, short_id, name, revision, clips, markers, audio } = state;
+  return { composition_id, short_id, name, revision, clips, markers, audio };
 }
