@@ -261,6 +261,19 @@ describe('edit by text and deleted compositions (HTTP, embedded adapters)', func
     assert.equal(res.body.revision, 2);
   });
 
+  it('of two edits planned on one revision at once, applies one whole and refuses the other (409), never a mixture', async () => {
+    const race = await seedProject('Race');
+    await waitFor(async () => (await read(race.projectId, race.compositionId)).status === 200, { what: 'the composition projected' });
+    const [a, b] = await Promise.all([
+      put(race.projectId, race.compositionId, { text: 'so we ship uh today the the price', revision: 0 }),
+      put(race.projectId, race.compositionId, { text: 'so um we ship today the price', revision: 0 }),
+    ]);
+    assert.deepEqual([a.status, b.status].sort(), [200, 409]);
+    const winner = a.status === 200 ? a : b;
+    const now = await read(race.projectId, race.compositionId);
+    assert.deepEqual([now.body.revision, now.body.text], [1, winner.body.text]);
+  });
+
   describe('a deleted composition', () => {
     let gone: { projectId: string; compositionId: string };
     before(async () => {
