@@ -198,7 +198,11 @@ export async function appendInOrder(store: EventStore, appends: readonly StreamA
   return results;
 }
 
-type Fold<E, S> = { readonly evolve: (s: S, e: E) => S; readonly initialState: () => S };
+type Fold<E, S> = {
+  readonly evolve: (s: S, e: E) => S;
+  readonly initialState: () => S;
+  readonly fold?: (s: S, events: readonly E[]) => S;
+};
 
 /** Reads and folds a stream whole, deciding nothing: for one-off uses, as `handleCommand`. */
 export function loadState<E, S>(store: EventStore, streamId: string, fold: Fold<E, S>): Promise<Loaded<S>> {
@@ -215,7 +219,13 @@ async function readFolded<E, S>(
   const kept = folds?.get(streamId);
   const tail = await store.readStream(streamId, kept ? { fromRevision: kept.revision + 1 } : undefined);
   if (tail.length === 0) return kept ? { state: kept.state as S, revision: kept.revision } : { state: fold.initialState(), revision: null };
-  const state = foldStream(tail, fold.evolve, kept ? (kept.state as S) : fold.initialState());
+  const initial = kept ? (kept.state as S) : fold.initialState();
+  const state = fold.fold
+    ? fold.fold(
+        initial,
+        tail.map((e) => ({ type: e.type, data: e.data }) as unknown as E),
+      )
+    : foldStream(tail, fold.evolve, initial);
   const revision = tail[tail.length - 1].revision;
   // Two reads of one stream may overlap: the later state wins, whichever ends first.
   if (folds && (folds.get(streamId)?.revision ?? -1) < revision) folds.set(streamId, { state, revision });

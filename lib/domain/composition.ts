@@ -5,6 +5,9 @@ import {
   compositionDuration,
   cutMarkers,
   cutRange,
+  cutRanges,
+  cutRangesMarkers,
+  cutsInPlace,
   insertClips,
   insertMarkers,
   keepMarkers,
@@ -14,15 +17,24 @@ import {
   removeClipMarkers,
   removeClips,
   reorderClips,
+  mergeRanges,
   reorderMarkers,
+  type TimeSpan,
 } from './edl';
-import { assertNever, conflict, ignoreUnknown, invalidInput, isRejection, notFound, reject, type Rejection } from './errors';
+import type { CompositionEdit } from './agent/edits';
+import { AppError, assertNever, conflict, ignoreUnknown, invalidInput, isRejection, notFound, reject, type Rejection } from './errors';
 
 /**
  * A composition, an edit decision list, in its own stream `composition-<composition_id>`
  * (DESIGN §4), so edits to one composition never contend with another. Each edit event carries
- * the edit, not the resulting list; the state keeps what the composition was after every
- * revision, so "revert to revision N" (N: the 0-based revision of an event in the stream) is exact.
+ * the edit, not the resulting list. The state keeps the events it folded (a shared list, one
+ * cell per event, never a snapshot per revision), so "revert to revision N" (N: the 0-based
+ * revision of an event in the stream) folds them again up to N and is exact.
+ *
+ * Edits made by agents and by editing text are `ApplyEdits`: a list of `CompositionEdit`s planned
+ * on one revision, decided together into one event per edit, each carrying that revision
+ * (`planned_on`), and refused as a `conflict` when the composition moved on since, so a retried
+ * or concurrent edit never removes content it did not see.
  */
 
 // ---------------------------------------------------------------- events
@@ -50,11 +62,29 @@ export type CompositionRangeCut = {
   readonly type: 'CompositionRangeCut';
   readonly data: { readonly from: number; readonly to: number } & At;
 };
+/** The revision an edit was planned on; absent (null once read through Avro) on events of single edits. */
+type PlannedOn = { readonly planned_on?: number | null };
 /** Only composition time [from, to) was kept. */
 export type CompositionRangeKept = {
   readonly type: 'CompositionRangeKept';
-  readonly data: { readonly from: number; readonly to: number } & At;
+  readonly data: { readonly from: number; readonly to: number } & PlannedOn & At;
 };
+/** Every range of composition time (as it was before this edit; sorted, apart) was removed at once. */
+export type CompositionRangesCut = {
+  readonly type: 'CompositionRangesCut';
+  readonly data: { readonly ranges: readonly TimeSpan[]; readonly planned_on: number } & At;
+};
+export type CompositionMarkersAdded = {
+  readonly type: 'CompositionMarkersAdded';
+  readonly data: { readonly markers: readonly Marker[]; readonly planned_on: number } & At;
+};
+/** Audio enhancement publish renders: loudness target in LUFS (null: none) and noise reduction. */
+export type CompositionAudioSet = {
+  readonly type: 'CompositionAudioSet';
+  readonly data: AudioSettings & { readonly planned_on: number } & At;
+};
+/** The composition is gone from its project; only a revert to an earlier revision brings it back. */
+export type CompositionDeleted = { readonly type: 'CompositionDeleted'; readonly data: { readonly planned_on: number } & At };
 export type CompositionClipsInserted = {
   readonly type: 'CompositionClipsInserted';
   readonly data: { readonly time: number; readonly clips: readonly Clip[] } & At;
@@ -67,9 +97,8 @@ export type CompositionClipsReordered = {
   readonly type: 'CompositionClipsReordered';
   readonly data: { readonly order: readonly number[] } & At;
 };
-export type CompositionRenamed = { readonly type: 'CompositionRenamed'; readonly data: { readonly name: string } & At };
+export type CompositionRenamed = { readonly type: 'CompositionRenamed'; readonly data: { readonly name: string } & PlannedOn & At };
 export type CompositionMarkerAdded = { readonly type: 'CompositionMarkerAdded'; readonly data: Marker & At };
-/** The composition became exactly what it was after stream revision `to_revision`. */
 /**
  * The composition became exactly what it was after stream revision `to_revision`. The event
  * carries that snapshot, so a reader (a read model, a data team replaying the stream) needs no
@@ -77,7 +106,7 @@ export type CompositionMarkerAdded = { readonly type: 'CompositionMarkerAdded'; 
  */
 export type CompositionReverted = {
   readonly type: 'CompositionReverted';
-  readonly data: { readonly to_revision: number } & CompositionSnapshot & At;
+  readonly data: { readonly to_revision: number } & CompositionSnapshot & PlannedOn & At;
 };
 
 export type CompositionEvent =
@@ -89,12 +118,28 @@ export type CompositionEvent =
   | CompositionClipsReordered
   | CompositionRenamed
   | CompositionMarkerAdded
-  | CompositionReverted;
+  | CompositionReverted
+  | CompositionRangesCut
+  | CompositionMarkersAdded
+  | CompositionAudioSet
+  | CompositionDeleted;
 
 // ---------------------------------------------------------------- state
 
+export type AudioSettings = { readonly loudness_lufs: number | null; readonly noise_reduction: boolean };
+export const NO_AUDIO_SETTINGS: AudioSettings = { loudness_lufs: null, noise_reduction: false };
+
 /** What an edit can change, as it was after one revision. */
-export type CompositionSnapshot = { readonly name: string; readonly clips: readonly Clip[]; readonly markers: readonly Marker[] };
+export type CompositionSnapshot = {
+  readonly name: string;
+  readonly clips: readonly Clip[];
+  readonly markers: readonly Marker[];
+  readonly audio: AudioSettings;
+  readonly deleted: boolean;
+};
+
+/** The events folded so far, newest first: one cell per event, shared by every later state. */
+export type EventLog = { readonly event: CompositionEvent; readonly prev: EventLog } | null;
 
 export type CompositionState =
   | { readonly exists: false }
@@ -103,8 +148,8 @@ export type CompositionState =
       readonly updated_at: string;
       /** Revision of the last event folded (0: the creation). */
       readonly revision: number;
-      /** The snapshot after each revision, by revision. */
-      readonly history: readonly CompositionSnapshot[];
+      /** What reverts fold again; null where the state was rebuilt from a read model's document. */
+      readonly log: EventLog;
     } & Omit<CompositionCreated['data'], keyof CompositionSnapshot> &
       CompositionSnapshot);
 
@@ -112,58 +157,143 @@ type Existing = Extract<CompositionState, { exists: true }>;
 
 export const initialCompositionState = (): CompositionState => ({ exists: false });
 
-const snapshotOf = (s: Existing): CompositionSnapshot => ({ name: s.name, clips: s.clips, markers: s.markers });
+const snapshotOf = (s: CompositionSnapshot): CompositionSnapshot => ({
+  name: s.name,
+  clips: s.clips,
+  markers: s.markers,
+  audio: s.audio,
+  deleted: s.deleted,
+});
 
-/** One more revision: every event occupies one, even one that changes nothing this version knows. */
-function next(state: CompositionState, at: string, change: (s: Existing) => Partial<CompositionSnapshot>): CompositionState {
-  if (!state.exists) return state;
-  const snapshot = { ...snapshotOf(state), ...change(state) };
-  return { ...state, ...snapshot, updated_at: at, revision: state.revision + 1, history: [...state.history, snapshot] };
-}
-
-export function evolveComposition(state: CompositionState, event: CompositionEvent): CompositionState {
+/** What an edit event makes of a snapshot; an event that is no edit (or unknown here) changes nothing. */
+export function evolveSnapshot(s: CompositionSnapshot, event: CompositionEvent): CompositionSnapshot {
   switch (event.type) {
-    case 'CompositionCreated': {
-      if (state.exists) return next(state, state.updated_at, () => ({})); // never decided; still a revision
-      // Read as JSON from the store, an event written before markers existed has none.
-      const { clips, markers = [], name } = event.data;
-      return { exists: true, ...event.data, markers, updated_at: event.data.created_at, revision: 0, history: [{ name, clips, markers }] };
-    }
+    case 'CompositionCreated':
+      return s;
     case 'CompositionRangeCut': {
-      const { from, to, at } = event.data;
-      return next(state, at, (s) => ({ clips: cutRange(s.clips, from, to), markers: cutMarkers(s.markers, from, to) }));
+      const { from, to } = event.data;
+      return { ...s, clips: cutRange(s.clips, from, to), markers: cutMarkers(s.markers, from, to) };
+    }
+    case 'CompositionRangesCut': {
+      const { ranges } = event.data;
+      return { ...s, clips: cutRanges(s.clips, ranges), markers: cutRangesMarkers(s.markers, ranges) };
     }
     case 'CompositionRangeKept': {
-      const { from, to, at } = event.data;
-      return next(state, at, (s) => ({ clips: keepRange(s.clips, from, to), markers: keepMarkers(s.markers, from, to) }));
+      const { from, to } = event.data;
+      return { ...s, clips: keepRange(s.clips, from, to), markers: keepMarkers(s.markers, from, to) };
     }
     case 'CompositionClipsInserted': {
-      const { time, clips, at } = event.data;
-      return next(state, at, (s) => ({
-        clips: insertClips(s.clips, time, clips),
-        markers: insertMarkers(s.markers, time, compositionDuration(clips)),
-      }));
+      const { time, clips } = event.data;
+      return { ...s, clips: insertClips(s.clips, time, clips), markers: insertMarkers(s.markers, time, compositionDuration(clips)) };
     }
     case 'CompositionClipsRemoved': {
-      const { indexes, at } = event.data;
-      return next(state, at, (s) => ({ clips: removeClips(s.clips, indexes), markers: removeClipMarkers(s.clips, s.markers, indexes) }));
+      const { indexes } = event.data;
+      return { ...s, clips: removeClips(s.clips, indexes), markers: removeClipMarkers(s.clips, s.markers, indexes) };
     }
     case 'CompositionClipsReordered': {
-      const { order, at } = event.data;
-      return next(state, at, (s) => ({ clips: reorderClips(s.clips, order), markers: reorderMarkers(s.clips, s.markers, order) }));
+      const { order } = event.data;
+      return { ...s, clips: reorderClips(s.clips, order), markers: reorderMarkers(s.clips, s.markers, order) };
     }
     case 'CompositionRenamed':
-      return next(state, event.data.at, () => ({ name: event.data.name }));
-    case 'CompositionMarkerAdded': {
-      const { time, label, at } = event.data;
-      return next(state, at, (s) => ({ markers: addMarker(s.markers, { time, label }) }));
+      return { ...s, name: event.data.name };
+    case 'CompositionMarkerAdded':
+      return { ...s, markers: addMarker(s.markers, { time: event.data.time, label: event.data.label }) };
+    case 'CompositionMarkersAdded':
+      return { ...s, markers: event.data.markers.reduce<Marker[]>(addMarker, [...s.markers]) };
+    case 'CompositionAudioSet':
+      return { ...s, audio: { loudness_lufs: event.data.loudness_lufs, noise_reduction: event.data.noise_reduction } };
+    case 'CompositionDeleted':
+      return { ...s, deleted: true };
+    case 'CompositionReverted': {
+      // Written before audio settings and deletion existed: the composition then had neither.
+      const { name, clips, markers, audio = NO_AUDIO_SETTINGS, deleted = false } = event.data;
+      return { name, clips, markers, audio: audio ?? NO_AUDIO_SETTINGS, deleted: deleted ?? false };
     }
-    case 'CompositionReverted':
-      return next(state, event.data.at, () => ({ name: event.data.name, clips: event.data.clips, markers: event.data.markers }));
     default:
-      // Unknown to this version, yet it holds a stream revision: count it, so revert targets stay aligned.
-      return ignoreUnknown(event, state.exists ? next(state, state.updated_at, () => ({})) : state);
+      return ignoreUnknown(event, s);
   }
+}
+
+/** When an event happened, for `updated_at` (an event without a time leaves it). */
+const timeOf = (event: CompositionEvent): string | null => {
+  const at = (event.data as { at?: unknown }).at;
+  return typeof at === 'string' ? at : null;
+};
+
+function created(event: CompositionCreated): Existing {
+  // Read as JSON from the store, an event written before markers existed has none.
+  const { markers = [] } = event.data;
+  const extra = { markers, audio: NO_AUDIO_SETTINGS, deleted: false };
+  return { exists: true, ...event.data, ...extra, updated_at: event.data.created_at, revision: 0, log: { event, prev: null } };
+}
+
+/** Every event occupies a revision, even one that changes nothing this version knows, so revert targets stay aligned. */
+export function evolveComposition(state: CompositionState, event: CompositionEvent): CompositionState {
+  if (!state.exists) return event.type === 'CompositionCreated' ? created(event) : state;
+  const updated_at = event.type === 'CompositionCreated' ? state.updated_at : (timeOf(event) ?? state.updated_at);
+  const log = { event, prev: state.log };
+  return { ...state, ...evolveSnapshot(snapshotOf(state), event), updated_at, revision: state.revision + 1, log };
+}
+
+const isCut = (e: CompositionEvent): e is CompositionRangeCut | CompositionRangesCut =>
+  e.type === 'CompositionRangeCut' || e.type === 'CompositionRangesCut';
+/** Events that leave the clip list as it is. */
+const CLIPS_KEPT: ReadonlySet<CompositionEvent['type']> = new Set([
+  'CompositionRenamed',
+  'CompositionMarkerAdded',
+  'CompositionMarkersAdded',
+  'CompositionAudioSet',
+  'CompositionDeleted',
+] as const);
+const foldsInPlace = (e: CompositionEvent) => isCut(e) || CLIPS_KEPT.has(e.type);
+
+/**
+ * The same state as `events.reduce(evolveComposition, state)`, without copying the clip list per
+ * event: a run of cuts (what agents and text edits append, thousands on a long composition),
+ * and of edits that leave the clips as they are, is applied in place on one working list
+ * (`cutsInPlace`), handed over when the run ends.
+ */
+export function foldComposition(state: CompositionState, events: readonly CompositionEvent[]): CompositionState {
+  let s = state;
+  for (let i = 0; i < events.length;) {
+    if (!s.exists || !isCut(events[i])) {
+      s = evolveComposition(s, events[i++]);
+      continue;
+    }
+    const clips = cutsInPlace(s.clips);
+    let rest = snapshotOf(s); // all but the clips, which are cut in place
+    let { log, updated_at } = s;
+    const first = i;
+    for (; i < events.length && foldsInPlace(events[i]); i++) {
+      const e = events[i];
+      if (isCut(e)) {
+        const ranges = e.type === 'CompositionRangesCut' ? e.data.ranges : [e.data];
+        for (const r of [...mergeRanges(ranges)].reverse()) clips.cut(r.from, r.to);
+        const markers =
+          e.type === 'CompositionRangesCut' ? cutRangesMarkers(rest.markers, ranges) : cutMarkers(rest.markers, e.data.from, e.data.to);
+        rest = { ...rest, markers };
+      } else rest = evolveSnapshot(rest, e);
+      log = { event: e, prev: log };
+      updated_at = timeOf(e) ?? updated_at;
+    }
+    s = { ...s, ...rest, clips: clips.done(), log, updated_at, revision: s.revision + (i - first) };
+  }
+  return s;
+}
+
+/** The events a log holds, oldest first. */
+function eventsOf(log: EventLog): CompositionEvent[] {
+  const out: CompositionEvent[] = [];
+  for (let cell = log; cell; cell = cell.prev) out.push(cell.event);
+  return out.reverse();
+}
+
+/** What the composition was after `revision`, folded again from its log (null: no such revision, or no log). */
+export function snapshotAt(state: Existing, revision: number): CompositionSnapshot | null {
+  const events = eventsOf(state.log);
+  if (events.length !== state.revision + 1 || revision < 0 || revision > state.revision) return null;
+  const then = foldComposition(initialCompositionState(), events.slice(0, revision + 1));
+  return then.exists ? snapshotOf(then) : null;
 }
 
 // ---------------------------------------------------------------- commands
@@ -189,9 +319,14 @@ export type ReorderClips = { readonly type: 'ReorderClips'; readonly order: read
 export type Rename = { readonly type: 'Rename'; readonly name: string } & Now;
 export type AddMarker = { readonly type: 'AddMarker'; readonly time: number; readonly label: string } & Now;
 export type Revert = { readonly type: 'Revert'; readonly to_revision: number } & Now;
+/**
+ * A turn's edits (an agent's, an edit by text), all planned on revision `planned_on`: one event
+ * per edit that changes something, each edit seeing the ones before it; none when any is refused.
+ */
+export type ApplyEdits = { readonly type: 'ApplyEdits'; readonly edits: readonly CompositionEdit[]; readonly planned_on: number } & Now;
 
 export type CompositionCommand =
-  CreateComposition | CutRange | KeepRange | InsertClips | RemoveClips | ReorderClips | Rename | AddMarker | Revert;
+  CreateComposition | CutRange | KeepRange | InsertClips | RemoveClips | ReorderClips | Rename | AddMarker | Revert | ApplyEdits;
 
 // ---------------------------------------------------------------- validation
 
@@ -278,10 +413,15 @@ const sameMarkers = (a: readonly Marker[], b: readonly Marker[]) =>
  * An edit that would leave name, clips and markers as they are yields no event: retries and
  * redundant agent calls add no revisions, and undoing a turn that changed nothing is a no-op.
  */
-function ifChanged(state: Existing, event: CompositionEvent): CompositionEvent[] {
-  const after = evolveComposition(state, event);
-  if (!after.exists) return [event];
-  const unchanged = after.name === state.name && sameClips(after.clips, state.clips) && sameMarkers(after.markers, state.markers);
+function ifChanged(state: CompositionSnapshot, event: CompositionEvent): CompositionEvent[] {
+  const after = evolveSnapshot(state, event);
+  const unchanged =
+    after.name === state.name &&
+    sameClips(after.clips, state.clips) &&
+    sameMarkers(after.markers, state.markers) &&
+    after.audio.loudness_lufs === state.audio.loudness_lufs &&
+    after.audio.noise_reduction === state.audio.noise_reduction &&
+    after.deleted === state.deleted;
   return unchanged ? [] : [event];
 }
 
@@ -304,6 +444,8 @@ function create(command: CreateComposition, state: CompositionState): Compositio
 export function decideComposition(command: CompositionCommand, state: CompositionState): CompositionEvent[] | Rejection {
   if (command.type === 'CreateComposition') return create(command, state);
   if (!state.exists) return reject(notFound('composition does not exist'));
+  if (command.type === 'ApplyEdits') return applyEdits(command, state);
+  if (state.deleted && command.type !== 'Revert') return reject(notFound('composition was deleted'));
   const at = command.now;
   const duration = compositionDuration(state.clips);
   switch (command.type) {
@@ -349,16 +491,115 @@ export function decideComposition(command: CompositionCommand, state: Compositio
       const to = command.to_revision;
       if (!Number.isInteger(to) || to < 0) return refuse('to_revision must be a non-negative integer');
       if (to > state.revision) return refuse(`to_revision ${to} does not exist (the composition is at revision ${state.revision})`);
-      const { name, clips, markers } = state.history[to];
-      return ifChanged(state, { type: 'CompositionReverted', data: { to_revision: to, name, clips, markers, at } });
+      const then = snapshotAt(state, to);
+      if (!then) return reject(new AppError('internal_error', 'the composition was folded without its events; cannot revert'));
+      return ifChanged(state, { type: 'CompositionReverted', data: { to_revision: to, ...then, at } });
     }
     default:
       return assertNever(command);
   }
 }
 
+// ---------------------------------------------------------------- edits planned on a revision
+
+/** Where an edit is decided: the composition as the edits before it left it, and what a revert restores. */
+type EditContext = {
+  readonly planned_on: number;
+  readonly at: string;
+  readonly snapshotAt: (revision: number) => CompositionSnapshot | null;
+};
+
+/** A loudness target publish can render (ffmpeg `loudnorm` takes -70 to -5 LUFS). */
+const LOUDNESS_RANGE = { min: -70, max: -5 };
+
+function checkRanges(ranges: readonly TimeSpan[], duration: number): Checked<TimeSpan[]> {
+  if (ranges.length === 0) return refuse('ranges must not be empty');
+  const out: TimeSpan[] = [];
+  for (const [i, r] of ranges.entries()) {
+    const range = rangeIn(r.from, r.to, duration);
+    if (isRejection(range)) return refuse(`ranges[${i}]: ${range.error.message}`);
+    out.push(range);
+  }
+  return mergeRanges(out);
+}
+
+function checkAudio(lufs: number | null, noiseReduction: boolean): Rejection | null {
+  if (lufs !== null && (!Number.isFinite(lufs) || lufs < LOUDNESS_RANGE.min || lufs > LOUDNESS_RANGE.max))
+    return refuse(`loudness_lufs must be null or a number from ${LOUDNESS_RANGE.min} to ${LOUDNESS_RANGE.max}`);
+  return typeof noiseReduction === 'boolean' ? null : refuse('noise_reduction must be true or false');
+}
+
+/** The events of one edit on `s` (none when it changes nothing), or why it is refused. */
+export function decideEdit(s: CompositionSnapshot, edit: CompositionEdit, ctx: EditContext): CompositionEvent[] | Rejection {
+  if (s.deleted && edit.kind !== 'revert') return reject(notFound('composition was deleted'));
+  const { planned_on, at } = ctx;
+  const duration = compositionDuration(s.clips);
+  switch (edit.kind) {
+    case 'cut': {
+      const ranges = checkRanges(edit.ranges, duration);
+      if (isRejection(ranges)) return ranges;
+      return ifChanged(s, { type: 'CompositionRangesCut', data: { ranges, planned_on, at } });
+    }
+    case 'keep': {
+      const range = rangeIn(edit.from, edit.to, duration);
+      if (isRejection(range)) return range;
+      return ifChanged(s, { type: 'CompositionRangeKept', data: { ...range, planned_on, at } });
+    }
+    case 'rename':
+      if (typeof edit.name !== 'string' || edit.name.trim() === '') return refuse('name must not be empty');
+      return ifChanged(s, { type: 'CompositionRenamed', data: { name: edit.name, planned_on, at } });
+    case 'add_markers': {
+      const markers = checkMarkers(edit.markers, duration);
+      if (isRejection(markers)) return markers;
+      if (markers.some((m) => m.label.trim() === '')) return refuse('markers: a label must not be empty');
+      // A marker already there is a retry, not a second marker.
+      const fresh = markers.filter((m) => !s.markers.some((x) => x.time === m.time && x.label === m.label));
+      return fresh.length === 0 ? [] : [{ type: 'CompositionMarkersAdded', data: { markers: fresh, planned_on, at } }];
+    }
+    case 'set_audio': {
+      const bad = checkAudio(edit.loudness_lufs, edit.noise_reduction);
+      if (bad) return bad;
+      const data = { loudness_lufs: edit.loudness_lufs, noise_reduction: edit.noise_reduction, planned_on, at };
+      return ifChanged(s, { type: 'CompositionAudioSet', data });
+    }
+    case 'delete':
+      return [{ type: 'CompositionDeleted', data: { planned_on, at } }];
+    case 'revert': {
+      const to = edit.to_revision;
+      if (!Number.isInteger(to) || to < 0 || to > planned_on)
+        return refuse(`to_revision must be a revision from 0 to ${planned_on} (the revision the edits were planned on)`);
+      const then = ctx.snapshotAt(to);
+      if (!then) return refuse(`to_revision ${to}: what the composition was then is not known here`);
+      return ifChanged(s, { type: 'CompositionReverted', data: { to_revision: to, ...then, planned_on, at } });
+    }
+    default:
+      return assertNever(edit);
+  }
+}
+
+/** `planned_on` must be the composition's revision: an older one means it moved on since the edits were planned. */
+function applyEdits(command: ApplyEdits, state: Existing): CompositionEvent[] | Rejection {
+  const { planned_on } = command;
+  if (!Number.isInteger(planned_on) || planned_on < 0) return refuse('planned_on must be a non-negative integer');
+  if (planned_on < state.revision)
+    return reject(conflict(`the composition moved on: edits planned on revision ${planned_on}, it is at ${state.revision}`, 'moved_on'));
+  if (planned_on > state.revision)
+    return refuse(`planned_on ${planned_on} does not exist (the composition is at revision ${state.revision})`);
+  const ctx: EditContext = { planned_on, at: command.now, snapshotAt: (r) => snapshotAt(state, r) };
+  const events: CompositionEvent[] = [];
+  let s = snapshotOf(state);
+  for (const edit of command.edits) {
+    const decided = decideEdit(s, edit, ctx);
+    if (isRejection(decided)) return decided;
+    events.push(...decided);
+    s = decided.reduce(evolveSnapshot, s);
+  }
+  return events;
+}
+
 export const compositionDecider: Decider<CompositionCommand, CompositionEvent, CompositionState> = {
   initialState: initialCompositionState,
   evolve: evolveComposition,
   decide: decideComposition,
+  fold: foldComposition,
 };

@@ -1,5 +1,5 @@
 import type { ReadModel } from '../app/read-models';
-import { evolveComposition, type CompositionEvent, type CompositionState } from '../domain/composition';
+import { evolveComposition, NO_AUDIO_SETTINGS, type CompositionEvent, type CompositionState } from '../domain/composition';
 import { compositionDuration } from '../domain/edl';
 import { streamCategory } from '../domain/ids';
 import type { StoredEvent } from '../ports/event-store';
@@ -9,6 +9,11 @@ import type { Doc } from '../ports/read-store';
  * The `compositions` read model: each composition as it is now (clips, markers, name, size) with
  * its duration. The domain's own `evolve` makes it, so the read side cannot drift from the
  * decider; a revert carries its snapshot, so no history is kept here.
+ *
+ * A deleted composition keeps its document, marked `deleted: true` (a tombstone): the projection
+ * writes only documents (a null from `evolve` means "nothing to write"), the revision guard needs
+ * the document's `_rev` to stay idempotent, and a revert can bring the composition back. Every
+ * reader (project detail, the project page, search) skips tombstones.
  */
 
 export const COMPOSITIONS = 'compositions';
@@ -23,22 +28,35 @@ const COMPOSITION_EVENTS = [
   'CompositionRenamed',
   'CompositionMarkerAdded',
   'CompositionReverted',
+  'CompositionRangesCut',
+  'CompositionMarkersAdded',
+  'CompositionAudioSet',
+  'CompositionDeleted',
 ] as const satisfies readonly CompositionEvent['type'][];
 
 type Existing = Extract<CompositionState, { exists: true }>;
 
 export function evolveCompositionDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
   const event = { type: stored.type, data: stored.data } as CompositionEvent;
-  const before: CompositionState = doc ? ({ ...(doc as unknown as Existing), exists: true, history: [] } as Existing) : { exists: false };
+  const before: CompositionState = doc ? stateOf(doc) : { exists: false };
   const after = evolveComposition(before, event);
   if (!after.exists) return doc;
-  const { exists: _e, history: _h, ...state } = after;
+  const { exists: _e, log: _l, ...state } = after;
   return { ...state, _id: state.composition_id, _rev: stored.revision, duration: compositionDuration(state.clips) };
 }
 
+/** A document as the state it was made from (documents written before audio settings and deletion have neither). */
+const stateOf = (doc: Doc): Existing => {
+  const { audio = NO_AUDIO_SETTINGS, deleted = false } = doc as { audio?: Existing['audio']; deleted?: boolean };
+  return { ...(doc as unknown as Existing), audio, deleted, exists: true, log: null };
+};
+
+/** Whether a document of this model is a deleted composition's tombstone. */
+export const isDeletedComposition = (doc: Readonly<Record<string, unknown>>): boolean => doc.deleted === true;
+
 export const compositionsModel: ReadModel = {
   name: COMPOSITIONS,
-  version: 1,
+  version: 2, // 2: audio settings and deletion tombstones
   handles: new Set(COMPOSITION_EVENTS),
   docId: (e) => {
     const category = streamCategory(e.streamId);

@@ -8,9 +8,17 @@ import type { SchemaRegistry } from '../../lib/http/schemas';
 import { acceptImport, importsOn, type ImportDeps, type ImportRequest, type ImportResponse } from '../../lib/app/import';
 import { jobCommands } from './jobs';
 import { partnerRoute } from './partner';
+import { mountTextEdits } from './text-edits';
 import { createUploadRoutes, type UploadRouteDeps } from './uploads';
+import type { BlobStore } from '../../lib/ports/blob-store';
 
-export type CommandApiDeps = ApiAppDeps & ImportDeps & { schemas: SchemaRegistry; uploads?: UploadRouteDeps };
+export type CommandApiDeps = ApiAppDeps &
+  ImportDeps & {
+    schemas: SchemaRegistry;
+    uploads?: UploadRouteDeps;
+    /** Where transcripts are read for edits by text (the route is not mounted without it). */
+    blobs?: BlobStore;
+  };
 
 /** The write side: every route turns a request into a command on the event store. */
 export function createApp(deps: CommandApiDeps): HttpApp {
@@ -60,6 +68,7 @@ export function createApp(deps: CommandApiDeps): HttpApp {
       });
 
       mountLaneRoutes(v1, [idempotent(redeliver), idempotent(partnerRoute(deps))]);
+      if (deps.blobs) mountTextEdits(v1, { store: deps.store, blobs: deps.blobs, clock: deps.clock, ids: deps.ids });
     },
     outside: signed,
   });

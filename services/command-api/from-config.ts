@@ -14,7 +14,10 @@ import type { ImportDeps } from '../../lib/app/import';
 import { uploadUrl, type UploadParams, type UploadRouteDeps } from './uploads';
 
 /** What the command API needs beyond the shared HTTP pieces, from configuration (main.ts and the all-in-one server). */
-export function commandDeps(config: Config, store: EventStore): Omit<ImportDeps, 'balance'> & { uploads: UploadRouteDeps } {
+export function commandDeps(
+  config: Config,
+  store: EventStore,
+): Omit<ImportDeps, 'balance'> & { uploads: UploadRouteDeps; blobs: BlobStore } {
   const secret = openSigningSecret(config);
   const blobs = openBlobStore(config);
   return {
@@ -27,6 +30,8 @@ export function commandDeps(config: Config, store: EventStore): Omit<ImportDeps,
     mediaMaxBytes: config.mediaMaxBytes,
     uploadBytesPerRequest: config.uploadBytesPerRequest,
     uploadUrl: signedUploadUrl(config.baseUrl, secret),
+    // Where edits by text read transcripts.
+    blobs,
     // Staged beside the blobs (the same volume), so a finished upload moves in with a rename.
     uploads: uploadRoutes({
       secret,

@@ -17,6 +17,7 @@ import { endedAt, evolveJobDoc, JOBS, renderJob } from '../../lib/read-models/jo
 import { keptJobAnswers } from './kept-answers';
 import { mountProjects, timeRange } from './projects';
 import { mountSearch } from './search';
+import { mountCompositionTranscript } from './composition-transcript';
 import { mountDeliveries } from './deliveries';
 import { createDownloadRoutes } from './downloads';
 import { createWebRoutes } from './web/routes';
@@ -124,6 +125,7 @@ export function createApp(deps: QueryApiDeps): HttpApp {
 
       mountProjects(v1, deps);
       mountSearch(v1, deps);
+      mountCompositionTranscript(v1, deps);
       mountDeliveries(v1, deps);
     },
     // Signed download URLs are their own credential (outside the token guard), as upload URLs are.

@@ -1,6 +1,6 @@
 import type { Principal } from '../../lib/app/tenancy';
-import { loadTranscript } from '../../lib/app/transcripts';
-import { compositionMediaType, compositionTranscript, sequenceWords, type Clip, type Word } from '../../lib/domain/edl';
+import { wordsOfClips } from '../../lib/app/composition-words';
+import { compositionMediaType, type Clip, type Word } from '../../lib/domain/edl';
 import { forbidden, invalidInput, notFound } from '../../lib/domain/errors';
 import { isUuid, streams } from '../../lib/domain/ids';
 import { foldDocument } from '../../lib/app/projection';
@@ -8,7 +8,7 @@ import type { EventStore } from '../../lib/ports/event-store';
 import type { BlobStore } from '../../lib/ports/blob-store';
 import type { Doc, ReadQueries } from '../../lib/ports/read-store';
 import { JOBS, renderJob } from '../../lib/read-models/jobs';
-import { COMPOSITIONS } from '../../lib/read-models/compositions';
+import { COMPOSITIONS, isDeletedComposition } from '../../lib/read-models/compositions';
 import { evolveProjectDoc, PROJECTS, type ProjectDoc, type ProjectMediaEntry } from '../../lib/read-models/projects';
 
 /** A project as the detail endpoint and the project page read it: the project document joined with its compositions. */
@@ -23,6 +23,8 @@ export type CompositionView = {
   readonly duration: number;
   readonly media_type: 'video' | 'audio';
   readonly clips: readonly Clip[];
+  /** Its stream's revision: what an edit by text is planned on. */
+  readonly revision: number;
 };
 
 export type ProjectView = { readonly project: ProjectDoc; readonly compositions: readonly CompositionView[] };
@@ -51,6 +53,7 @@ export async function loadProjectView(deps: ProjectViewDeps, who: Principal, pro
   const compositions = project.compositions.flatMap((entry): CompositionView[] => {
     const doc = docs.get(entry.id);
     if (!doc) return []; // listed, its stream not written yet (a crash between the two appends, finished on retry)
+    if (isDeletedComposition(doc)) return []; // the project stream still lists it, so its short id stays taken
     const clips = doc.clips as Clip[];
     return [
       {
@@ -60,6 +63,7 @@ export async function loadProjectView(deps: ProjectViewDeps, who: Principal, pro
         duration: Number(doc.duration),
         media_type: compositionMediaType(clips, (ref) => hasVideo(ref)),
         clips,
+        revision: Number(doc.revision),
       },
     ];
   });
@@ -88,32 +92,7 @@ const mediaFileOf = (m: ProjectMediaEntry) => (m.duration === null ? { type: m.t
 /** The words of a composition in composition time, from its clips' transcripts (a sequence: its tracks', each a speaker). */
 export async function compositionWords(blobs: BlobStore, project: ProjectDoc, clips: readonly Clip[]): Promise<Word[]> {
   const media = new Map(project.media.map((m) => [m.ref, m]));
-  const cache = new Map<string, Word[] | undefined>();
-  const own = async (ref: string): Promise<Word[] | undefined> => {
-    if (!cache.has(ref)) {
-      const key = media.get(ref)?.transcript_key;
-      cache.set(ref, key ? await loadTranscript(blobs, key) : undefined);
-    }
-    return cache.get(ref);
-  };
-  const words = new Map<string, readonly Word[]>();
-  for (const clip of clips) {
-    const m = media.get(clip.media);
-    if (m?.tracks) {
-      for (const t of m.tracks) {
-        const w = await own(t.media);
-        if (w) words.set(t.media, w);
-      }
-      words.set(
-        clip.media,
-        sequenceWords(m.tracks, (ref) => words.get(ref)),
-      );
-    } else {
-      const w = await own(clip.media);
-      if (w) words.set(clip.media, w);
-    }
-  }
-  return compositionTranscript(clips, (ref) => words.get(ref));
+  return wordsOfClips(blobs, (ref) => media.get(ref), clips);
 }
 
 /** The project's most recent jobs, newest first, as `GET /jobs/{id}` renders them. */

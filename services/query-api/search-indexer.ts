@@ -4,7 +4,7 @@ import type { BlobStore } from '../../lib/ports/blob-store';
 import type { StoredEvent } from '../../lib/ports/event-store';
 import type { ReadStore } from '../../lib/ports/read-store';
 import type { SearchEntry, SearchIndex, SearchMediaType } from '../../lib/ports/search-index';
-import { COMPOSITIONS } from '../../lib/read-models/compositions';
+import { COMPOSITIONS, isDeletedComposition } from '../../lib/read-models/compositions';
 import { FOLDERS } from '../../lib/read-models/folders';
 import { PROJECTS, type ProjectDoc, type ProjectMediaEntry } from '../../lib/read-models/projects';
 
@@ -12,7 +12,7 @@ import { PROJECTS, type ProjectDoc, type ProjectMediaEntry } from '../../lib/rea
  * Keeps the SearchIndex in step with the read models: after the projector has applied an event,
  * the entries it concerns are written again from the documents (so a redelivery, or events out of
  * order, end in the same entries). A transcript's words are read from its blob once, when the
- * media is transcribed.
+ * media is transcribed. A deleted composition's entry is removed (its document is a tombstone).
  */
 
 export type IndexerDeps = { read: ReadStore; search: SearchIndex; blobs: BlobStore };
@@ -27,6 +27,8 @@ export const folderEntryId = (folderId: string) => `folder:${folderId}`;
 export async function indexEvent(deps: IndexerDeps, event: StoredEvent): Promise<void> {
   const entries = await entriesFor(deps, event);
   if (entries.length > 0) await deps.search.upsert(entries);
+  const removed = await removedFor(deps, event);
+  if (removed.length > 0) await deps.search.remove(removed);
 }
 
 /** A page of `$all` (replay): the entries the page touches, each written once, in one upsert. */
@@ -36,8 +38,21 @@ export async function indexPage(deps: IndexerDeps, events: readonly StoredEvent[
   // entries are written from the documents, so one is enough, and a transcript is read once.
   for (const e of events) latest.set(`${e.streamId}\n${String(e.data.ref ?? e.data.composition_id ?? e.type)}`, e);
   const entries = new Map<string, SearchEntry>();
-  for (const e of latest.values()) for (const entry of await entriesFor(deps, e)) entries.set(entry.id, entry);
+  const removed: string[] = [];
+  for (const e of latest.values()) {
+    for (const entry of await entriesFor(deps, e)) entries.set(entry.id, entry);
+    removed.push(...(await removedFor(deps, e)));
+  }
   if (entries.size > 0) await deps.search.upsert([...entries.values()]);
+  if (removed.length > 0) await deps.search.remove(removed);
+}
+
+/** The entries an event makes go: a deleted composition's. */
+async function removedFor(deps: IndexerDeps, event: StoredEvent): Promise<string[]> {
+  if (streamCategory(event.streamId) !== 'composition') return [];
+  const id = event.streamId.slice('composition-'.length);
+  const composition = await deps.read.get(COMPOSITIONS, id);
+  return composition && isDeletedComposition(composition) ? [compositionEntryId(id)] : [];
 }
 
 async function entriesFor(deps: IndexerDeps, event: StoredEvent): Promise<SearchEntry[]> {
@@ -107,7 +122,7 @@ function mediaEntry(project: ProjectDoc, m: ProjectMediaEntry, content: string |
 
 async function compositionEntries(deps: IndexerDeps, compositionId: string): Promise<SearchEntry[]> {
   const composition = await deps.read.get(COMPOSITIONS, compositionId);
-  if (!composition) return [];
+  if (!composition || isDeletedComposition(composition)) return [];
   const project = (await deps.read.get(PROJECTS, String(composition.project_id))) as ProjectDoc | null;
   if (!project) return [];
   return [

@@ -3,7 +3,7 @@ import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
 import type { Doc, ReadQueries } from '../../lib/ports/read-store';
 import type { SearchField, SearchHit, SearchIndex, SearchSort, SearchType } from '../../lib/ports/search-index';
-import { COMPOSITIONS } from '../../lib/read-models/compositions';
+import { COMPOSITIONS, isDeletedComposition } from '../../lib/read-models/compositions';
 import { FOLDERS } from '../../lib/read-models/folders';
 
 /** GET /search: the drive's projects, folders, media, compositions and transcripts, through the SearchIndex port. */
@@ -38,7 +38,8 @@ async function render(read: ReadQueries, hits: readonly SearchHit[]): Promise<Re
     if (!compositionsOf.has(projectId))
       compositionsOf.set(projectId, read.find(COMPOSITIONS, { project_id: projectId }, { sort: [['created_at', 1]] }));
     const docs = await compositionsOf.get(projectId)!;
-    return docs.find((c) => (c.clips as { media: string }[]).some((clip) => clip.media === ref))?._id;
+    const playing = (c: Doc) => !isDeletedComposition(c) && (c.clips as { media: string }[]).some((clip) => clip.media === ref);
+    return docs.find(playing)?._id;
   };
   const results: Record<string, unknown>[] = [];
   for (const { entry, matched, snippet } of hits) {

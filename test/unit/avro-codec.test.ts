@@ -108,7 +108,7 @@ const domainEvents: DomainEvent[] = [
     },
   },
   { type: 'CompositionRangeCut', data: { from: 1.25, to: 3.5, at: T } },
-  { type: 'CompositionRangeKept', data: { from: 0, to: 58.75, at: T } },
+  { type: 'CompositionRangeKept', data: { from: 0, to: 58.75, planned_on: 7, at: T } },
   {
     type: 'CompositionClipsInserted',
     data: {
@@ -122,7 +122,7 @@ const domainEvents: DomainEvent[] = [
   },
   { type: 'CompositionClipsRemoved', data: { indexes: [0, 2], at: T } },
   { type: 'CompositionClipsReordered', data: { order: [1, 0], at: T } },
-  { type: 'CompositionRenamed', data: { name: 'Final cut', at: T } },
+  { type: 'CompositionRenamed', data: { name: 'Final cut', planned_on: null, at: T } },
   { type: 'CompositionMarkerAdded', data: { time: 30.001, label: 'chapter 2', at: T } },
   {
     type: 'CompositionReverted',
@@ -131,9 +131,26 @@ const domainEvents: DomainEvent[] = [
       name: 'Main',
       clips: [{ media: 'multicam', in: 0, out: 61.25 }],
       markers: [{ time: 1.5, label: 'intro' }],
+      audio: { loudness_lufs: -16, noise_reduction: true },
+      deleted: false,
+      planned_on: 9,
       at: T,
     },
   },
+  {
+    type: 'CompositionRangesCut',
+    data: {
+      ranges: [
+        { from: 1.25, to: 1.5 },
+        { from: 30, to: 31.001 },
+      ],
+      planned_on: 3,
+      at: T,
+    },
+  },
+  { type: 'CompositionMarkersAdded', data: { markers: [{ time: 2, label: 'pricing' }], planned_on: 4, at: T } },
+  { type: 'CompositionAudioSet', data: { loudness_lufs: -16, noise_reduction: false, planned_on: 5, at: T } },
+  { type: 'CompositionDeleted', data: { planned_on: 7, at: T } },
   {
     type: 'MediaTranscribed',
     data: {
@@ -358,6 +375,21 @@ describe('Avro codec', () => {
       const { markers: _m, ...v1Data } = event('CompositionCreated').data;
       const buf = createAvroCodec({ schemaDir: v1Dir }).encode({ ...event('CompositionCreated'), data: v1Data });
       assert.deepEqual(codec.decode(buf), { ...event('CompositionCreated'), data: { ...v1Data, markers: [] } });
+    });
+    it('reads a CompositionReverted written before planned edits (history v1) with no audio settings, not deleted, planned on nothing', () => {
+      const v1Dir = tempDir();
+      cpSync(join(SCHEMA_DIR, 'history', 'CompositionReverted.v1.avsc'), join(v1Dir, 'CompositionReverted.avsc'));
+      const { audio: _a, deleted: _d, planned_on: _p, ...v1Data } = event('CompositionReverted').data as Record<string, unknown>;
+      const buf = createAvroCodec({ schemaDir: v1Dir }).encode({ ...event('CompositionReverted'), data: v1Data });
+      const expected = { ...v1Data, audio: { loudness_lufs: null, noise_reduction: false }, deleted: false, planned_on: null };
+      assert.deepEqual(codec.decode(buf), { ...event('CompositionReverted'), data: expected });
+    });
+    it('reads a CompositionRenamed written before planned edits (history v1) as planned on nothing', () => {
+      const v1Dir = tempDir();
+      cpSync(join(SCHEMA_DIR, 'history', 'CompositionRenamed.v1.avsc'), join(v1Dir, 'CompositionRenamed.avsc'));
+      const { planned_on: _p, ...v1Data } = event('CompositionRenamed').data as Record<string, unknown>;
+      const buf = createAvroCodec({ schemaDir: v1Dir }).encode({ ...event('CompositionRenamed'), data: v1Data });
+      assert.deepEqual(codec.decode(buf), { ...event('CompositionRenamed'), data: { ...v1Data, planned_on: null } });
     });
 
     it('reads a MediaImported written before asset ids existed (history v1) as having none', () => {

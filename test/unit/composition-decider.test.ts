@@ -57,9 +57,10 @@ const rejectionOf = (events: CompositionEvent[], command: CompositionCommand): s
   assert.equal(out.error.code, 'invalid_input');
   return out.error.message;
 };
+const NO_AUDIO = { loudness_lufs: null, noise_reduction: false };
 const snapshot = (state: CompositionState) => {
   assert.ok(state.exists);
-  return { name: state.name, clips: state.clips, markers: state.markers };
+  return { name: state.name, clips: state.clips, markers: state.markers, audio: state.audio, deleted: state.deleted };
 };
 
 describe('composition decider', () => {
@@ -106,7 +107,7 @@ describe('composition decider', () => {
     it('starts at revision 0', () => {
       const state = fold(created);
       assert.ok(state.exists);
-      assert.deepEqual([state.revision, state.updated_at, state.history.length], [0, T0, 1]);
+      assert.deepEqual([state.revision, state.updated_at, state.audio, state.deleted], [0, T0, NO_AUDIO, false]);
     });
   });
 
@@ -167,6 +168,8 @@ describe('composition decider', () => {
         name: 'Main',
         clips: [{ media: 'a.mp4', in: 0, out: 4 }, X, { media: 'a.mp4', in: 4, out: 10 }, B],
         markers: [{ time: 9, label: 'later' }],
+        audio: NO_AUDIO,
+        deleted: false,
       });
     });
     it('looks media up by reference in a Map, so "constructor" is a media name like any other', () =>

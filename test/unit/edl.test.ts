@@ -5,13 +5,19 @@ import {
   clipSpans,
   compositionDuration,
   compositionMediaType,
+  compositionRangesOf,
   compositionTranscript,
   cutMarkers,
   cutRange,
+  cutRanges,
+  cutRangesMarkers,
+  cutsInPlace,
   insertClips,
   insertMarkers,
   keepMarkers,
   keepRange,
+  mediaAt,
+  mergeRanges,
   type Marker,
   removeClipMarkers,
   removeClips,
@@ -187,6 +193,102 @@ describe('edit decision lists', () => {
         const transcript = compositionTranscript([clip('seq', 1, 3)], (m) => (m === 'seq' ? seq : undefined));
         assert.deepEqual(transcript, [word('hello', 0.5, 0.9, 'Guest'), word('yes', 1, 1.5, 'Host')]);
       });
+    });
+  });
+
+  describe('many cuts', () => {
+    /** The cut as it was written first, walking every clip: the meaning history replays with. */
+    const reference = (clips: readonly Clip[], from: number, to: number): Clip[] => {
+      const spans = clipSpans(clips);
+      const ms = (x: number) => Math.round(x * 1000) / 1000 + 0;
+      const piece = (c: Clip, a: number, b: number) => {
+        const p = clip(c.media, ms(c.in + a), ms(c.in + b));
+        return ms(p.out - p.in) >= 0.001 ? [p] : [];
+      };
+      return clips.flatMap((c, i) => {
+        const { start, end } = spans[i];
+        if (end <= from || start >= to) return [c];
+        return [...(start < from ? piece(c, 0, from - start) : []), ...(end > to ? piece(c, to - start, end - start) : [])];
+      });
+    };
+    const cuts = Array.from({ length: 2000 }, (_, i): [number, number] => {
+      const from = ((i * 7919) % 1000) / 100 + (i % 5) * 0.0007;
+      return [from, from + (i % 9 === 0 ? 0.2501 : 0.0123)];
+    });
+    it('cuts as the clip-by-clip walk did, cut after cut (split points, whole clips, pieces under 1 ms)', () => {
+      let fast: Clip[] = [A, B, C];
+      let slow: Clip[] = [A, B, C];
+      for (const [from, to] of cuts.slice(0, 600)) {
+        fast = cutRange(fast, from, to);
+        slow = reference(slow, from, to);
+      }
+      assert.deepEqual(fast, slow);
+      assert.ok(fast.length > 100, `${fast.length} clips`);
+    });
+    it('cuts in place as cutRange does one cut after another', () => {
+      const buffer = cutsInPlace([A, B, C]);
+      let one: Clip[] = [A, B, C];
+      for (const [from, to] of cuts) {
+        buffer.cut(from, to);
+        one = cutRange(one, from, to);
+      }
+      const list = buffer.done();
+      assert.deepEqual(list, one);
+      assert.deepEqual(clipSpans(list), clipSpans(one));
+      assert.deepEqual(cutRange(list, 1, 2), cutRange(one, 1, 2), 'a list handed over cuts as any other');
+    });
+    it('cuts several ranges at once as if cut from the last to the first, merging those that overlap', () => {
+      const ranges = [
+        { from: 12, to: 16 },
+        { from: 1, to: 2 },
+        { from: 1.5, to: 3 },
+      ];
+      assert.deepEqual(mergeRanges(ranges), [
+        { from: 1, to: 3 },
+        { from: 12, to: 16 },
+      ]);
+      assert.deepEqual(cutRanges([A, B, C], ranges), cutRange(cutRange([A, B, C], 12, 16), 1, 3));
+      assert.deepEqual(cutRangesMarkers([marker(0.5), marker(2), marker(14), marker(18)], ranges), [marker(0.5), marker(12, 'm18')]);
+    });
+  });
+
+  describe('media time and composition time', () => {
+    // A 0–10 | A 12–14 (the same media again) | B 1–3: composition 0–10, 10–12, 12–14.
+    const clips = [A, clip('a.mp4', 12, 14), clip('b.wav', 1, 3)];
+    it('tells the clip and media time playing at a composition time', () => {
+      assert.deepEqual(mediaAt(clips, 0), { clip: 0, media: 'a.mp4', time: 0 });
+      assert.deepEqual(mediaAt(clips, 10), { clip: 1, media: 'a.mp4', time: 12 }, 'a join belongs to the clip starting there');
+      assert.deepEqual(mediaAt(clips, 12.5), { clip: 2, media: 'b.wav', time: 1.5 });
+      assert.deepEqual(mediaAt(clips, 14), { clip: 2, media: 'b.wav', time: 3 }, 'the very end belongs to the last clip');
+      assert.equal(mediaAt(clips, 14.001), null);
+      assert.equal(mediaAt(clips, -1), null);
+      assert.equal(mediaAt([], 0), null);
+    });
+    it('tells the composition ranges a media range occupies: several when it plays twice, none when cut', () => {
+      assert.deepEqual(compositionRangesOf(clips, 'a.mp4', 9, 13), [{ from: 9, to: 11 }], 'played on across the join');
+      assert.deepEqual(compositionRangesOf([A, clip('b.wav', 0, 1), clip('a.mp4', 3, 4)], 'a.mp4', 3.5, 5), [
+        { from: 3.5, to: 5 },
+        { from: 11.5, to: 12 },
+      ]);
+      assert.deepEqual(compositionRangesOf(cutRange([A], 2, 4), 'a.mp4', 2.5, 3.5), []);
+      assert.deepEqual(compositionRangesOf(clips, 'b.wav', 0, 1.25), [{ from: 12, to: 12.25 }]);
+    });
+    it('maps a composition time to media and back to the same composition time', () => {
+      const cut = cutRanges(
+        [A, B, C],
+        [
+          { from: 2.5, to: 3 },
+          { from: 11, to: 16.25 },
+        ],
+      );
+      for (let t = 0; t < compositionDuration(cut); t += 0.25) {
+        const at = mediaAt(cut, t)!;
+        const back = compositionRangesOf(cut, at.media, at.time, at.time + 0.001);
+        assert.ok(
+          back.some((r) => r.from === Math.round(t * 1000) / 1000),
+          `t=${t}: ${JSON.stringify(back)}`,
+        );
+      }
     });
   });
 });

@@ -5,6 +5,7 @@ import { createSqliteReadStore } from '../../lib/adapters/embedded/read-store';
 import { markBuilt, projectEvent, projectPage, staleModels, type ReadModel } from '../../lib/app/read-models';
 import type { StoredEvent } from '../../lib/ports/event-store';
 import { READ_MODELS } from '../../services/query-api/read-models';
+import { isDeletedComposition } from '../../lib/read-models/compositions';
 
 /**
  * Every read model in the list, driven through the generic projector functions: a scenario of
@@ -125,7 +126,22 @@ const SCENARIOS: Record<string, StoredEvent[]> = {
     ],
     ['CompositionRangeCut', { from: 1, to: 2, at: T(1) }],
     ['CompositionRenamed', { name: 'Tight', at: T(2) }],
+    [
+      'CompositionRangesCut',
+      {
+        ranges: [
+          { from: 0, to: 0.5 },
+          { from: 1, to: 1.5 },
+        ],
+        planned_on: 2,
+        at: T(3),
+      },
+    ],
+    ['CompositionMarkersAdded', { markers: [{ time: 1, label: 'm' }], planned_on: 3, at: T(3) }],
+    ['CompositionAudioSet', { loudness_lufs: -16, noise_reduction: true, planned_on: 4, at: T(3) }],
+    // Written before audio settings existed: restores none.
     ['CompositionReverted', { to_revision: 0, name: 'Main', clips: [clip], markers: [], at: T(3) }],
+    ['CompositionDeleted', { planned_on: 6, at: T(4) }],
   ]),
   deliveries: stream(`delivery-${JOB}`, [
     [
@@ -192,7 +208,17 @@ describe('read models', () => {
       READ_MODELS.find((m) => m.name === 'compositions')!,
       SCENARIOS.compositions,
     );
-    assert.deepEqual([doc.name, doc.clips, doc.duration], ['Main', [clip], 4]);
+    assert.deepEqual([doc.name, doc.clips, doc.duration, doc.markers], ['Main', [clip], 4, []]);
+    assert.deepEqual(doc.audio, { loudness_lufs: null, noise_reduction: false });
+  });
+
+  it('keeps a deleted composition as a tombstone its readers skip', async () => {
+    const [doc] = await documentsAfter(
+      READ_MODELS.find((m) => m.name === 'compositions')!,
+      SCENARIOS.compositions,
+    );
+    assert.deepEqual([doc.deleted, doc.revision, isDeletedComposition(doc)], [true, 7, true]);
+    assert.equal('log' in doc, false, 'the events folded stay out of the document');
   });
 
   it('knows which models a read store lacks or holds at another version', async () => {

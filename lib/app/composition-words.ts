@@ -1,0 +1,45 @@
+import { compositionTranscript, sequenceWords, type Clip, type Word } from '../domain/edl';
+import type { SequenceTrack } from '../domain/import';
+import type { BlobStore } from '../ports/blob-store';
+import { loadTranscript } from './transcripts';
+
+/** What the words of a clip's media need: its transcript blob, or the tracks of a sequence. */
+export type WordSource = { readonly transcript_key: string | null; readonly tracks: readonly SequenceTrack[] | null };
+
+/**
+ * The words of a composition in composition time, from its clips' transcripts (a sequence: its
+ * tracks', each a speaker). Each transcript blob is read once. The read side passes its project
+ * document's media, the write side (edit by text) the project stream's.
+ */
+export async function wordsOfClips(
+  blobs: BlobStore,
+  sourceOf: (ref: string) => WordSource | undefined,
+  clips: readonly Clip[],
+): Promise<Word[]> {
+  const cache = new Map<string, Word[] | undefined>();
+  const own = async (ref: string): Promise<Word[] | undefined> => {
+    if (!cache.has(ref)) {
+      const key = sourceOf(ref)?.transcript_key;
+      cache.set(ref, key ? await loadTranscript(blobs, key) : undefined);
+    }
+    return cache.get(ref);
+  };
+  const words = new Map<string, readonly Word[]>();
+  for (const ref of new Set(clips.map((c) => c.media))) {
+    const tracks = sourceOf(ref)?.tracks;
+    if (tracks) {
+      for (const t of tracks) {
+        const w = await own(t.media);
+        if (w) words.set(t.media, w);
+      }
+      words.set(
+        ref,
+        sequenceWords(tracks, (r) => words.get(r)),
+      );
+    } else {
+      const w = await own(ref);
+      if (w) words.set(ref, w);
+    }
+  }
+  return compositionTranscript(clips, (ref) => words.get(ref));
+}
