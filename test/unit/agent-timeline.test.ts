@@ -69,7 +69,7 @@ describe('agent timeline: media time ↔ composition time', () => {
 });
 
 describe('agent applyChange: a later tool call sees earlier ones', () => {
-  it('given a composition, when ranges are cut, then clips split, markers move and the revision goes up by one', () => {
+  it('given a composition, when ranges are cut, then clips split, markers move and the revision stays the one the turn read (its edits are planned on it)', () => {
     const after = applyChange(model(), {
       composition_id: composition().composition_id,
       edit: {
@@ -83,7 +83,7 @@ describe('agent applyChange: a later tool call sees earlier ones', () => {
     const c = after.compositions[0];
     assert.deepEqual(c.clips, [clip('a', 3, 5), clip('b', 0.5, 3), clip('a', 5, 7)]);
     assert.deepEqual(c.markers, [{ time: 2.5, label: 'b starts' }]);
-    assert.equal(c.revision, 4);
+    assert.equal(c.revision, 3);
   });
 
   it('given a composition, when an edit changes nothing, then the revision stays (the decider appends nothing)', () => {
@@ -106,7 +106,7 @@ describe('agent applyChange: a later tool call sees earlier ones', () => {
         ...composition(),
         clips: undefined,
         name: 'Intro',
-        revision: 7,
+        revision: 3,
         markers: [
           { time: 0, label: 'start' },
           { time: 1, label: 'b starts' },
@@ -120,7 +120,7 @@ describe('agent applyChange: a later tool call sees earlier ones', () => {
     assert.deepEqual(
       created.compositions.map((c) => [c.name, c.short_id, c.revision]),
       [
-        ['Intro', '0190a', 7],
+        ['Intro', '0190a', 3],
         ['Copy', '0190f', 0],
       ],
     );
@@ -137,11 +137,11 @@ describe('agent applyChange: a later tool call sees earlier ones', () => {
     const reverted = applyChange(model(), { composition_id: id, edit: { kind: 'revert', to_revision: 1 } }, lookup).compositions[0];
     assert.deepEqual(
       { name: reverted.name, clips: reverted.clips, revision: reverted.revision },
-      { name: 'Old', clips: before.clips, revision: 4 },
+      { name: 'Old', clips: before.clips, revision: 3 },
     );
     assert.throws(
       () => applyChange(model(), { composition_id: id, edit: { kind: 'revert', to_revision: 2 } }, lookup),
-      /no known revision 2/,
+      /to_revision 2: what the composition was then is not known here/,
     );
   });
 

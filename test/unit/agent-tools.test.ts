@@ -70,7 +70,7 @@ describe('agent tools (given a project model, when a tool runs, then…)', () =>
       const second = when(first.model, 'remove_words', { fillers: true });
       assert.deepEqual(second.changes, []);
       assert.equal(second.summary, 'Found no filler words in Main; nothing changed');
-      assert.equal(first.main.revision, 3);
+      assert.equal(first.main.revision, 2, 'every edit of a turn is planned on the revision the turn read');
     });
   });
 
@@ -468,7 +468,7 @@ describe('agent tools (given a project model, when a tool runs, then…)', () =>
         undone.model.compositions.map((c) => c.clips),
         [before.clips],
       );
-      assert.equal(undone.main.revision, 4, 'the revert is one more revision');
+      assert.equal(undone.main.revision, 2, 'planned on the revision the turn read');
     });
 
     it('refuses when there is no turn to undo', () => {

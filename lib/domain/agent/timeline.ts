@@ -1,18 +1,16 @@
-import { clipSpans, compositionDuration, ms, type Clip } from '../edl';
+import { clipSpans, compositionDuration, compositionRangesOf as rangesPlaying, mediaAt, ms, type Clip } from '../edl';
 import type { TimeRange } from './edits';
 
 /**
- * Media time ↔ composition time for the agent tools (issue 20). Composition time is the clips laid
- * end to end; a clip plays media [in, out). One media instant can play several times (a clip
- * duplicated) or never (cut), so the media → composition direction answers a list.
+ * Media time ↔ composition time for the agent tools (issue 20), on edl.ts's mapping: composition
+ * time is the clips laid end to end; a clip plays media [in, out). One media instant can play
+ * several times (a clip duplicated) or never (cut), so the media → composition direction answers
+ * a list.
  */
 
 /** What plays at composition time `t`: the clip's index, its media and the media time; null outside [0, duration). */
 export function mediaTimeAt(clips: readonly Clip[], t: number): { clip: number; media: string; time: number } | null {
-  const spans = clipSpans(clips);
-  const clip = spans.findIndex((s) => t >= s.start && t < s.end);
-  if (clip === -1) return null;
-  return { clip, media: clips[clip].media, time: ms(clips[clip].in + (t - spans[clip].start)) };
+  return t >= compositionDuration(clips) ? null : mediaAt(clips, t);
 }
 
 /** The composition times at which media time `t` of `media` plays, in composition order. */
@@ -22,16 +20,8 @@ export function compositionTimesOf(clips: readonly Clip[], media: string, t: num
 }
 
 /** The composition ranges where media range `range` of `media` plays, in composition order, merged. */
-export function compositionRangesOf(clips: readonly Clip[], media: string, range: TimeRange): TimeRange[] {
-  const spans = clipSpans(clips);
-  const pieces = clips.flatMap((c, i) => {
-    const from = Math.max(range.from, c.in);
-    const to = Math.min(range.to, c.out);
-    if (c.media !== media || to <= from) return [];
-    return [{ from: ms(spans[i].start + (from - c.in)), to: ms(spans[i].start + (to - c.in)) }];
-  });
-  return mergeRanges(pieces);
-}
+export const compositionRangesOf = (clips: readonly Clip[], media: string, range: TimeRange): TimeRange[] =>
+  mergeRanges(rangesPlaying(clips, media, range.from, range.to));
 
 /** Sorted, overlapping or touching ranges joined, each clamped to [0, `duration`] when given, empty ones dropped. */
 export function mergeRanges(ranges: readonly TimeRange[], duration = Infinity): TimeRange[] {
