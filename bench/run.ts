@@ -1,11 +1,13 @@
+import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { createSqliteEventStore } from '../lib/adapters/embedded/event-store';
 import { PROJECTIONS_GROUP } from '../services/query-api/projector';
 import { compare, cpuPerRequest, load, turnRatios, type LoadOptions, type LoadResult } from './load';
 import { profilesByThread, summarize, type Share } from './profile';
-import { admin, build, killAll, startBaseline, startService, stop, type Started } from './processes';
+import { admin, build, killAll, ROOT, startBaseline, startService, stop, type Started } from './processes';
 import { measureReplay } from './replay';
 import { measureSearch } from './search';
 import { measureWebhooks } from './webhooks';
@@ -219,8 +221,23 @@ async function downloads(): Promise<boolean> {
   return met;
 }
 
+/** (h) folding 20,000 edit events of one composition (bench/composition-fold.ts, in its own process for --expose-gc). */
+async function compositionFold(): Promise<boolean> {
+  phase('(h) folding 20,000 edit events of one composition (time and heap)');
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--expose-gc', '--import', 'tsx', join(ROOT, 'bench', 'composition-fold.ts')],
+    {
+      cwd: ROOT,
+      maxBuffer: 1 << 20,
+    },
+  );
+  console.log(`\n(h) ${stdout.trim()}`);
+  return true;
+}
+
 /** Phases that need nothing of the HTTP figures' set-up: BENCH_ONLY made of these runs them alone. */
-const STANDALONE: Record<string, () => Promise<boolean>> = { f: engine, g: downloads };
+const STANDALONE: Record<string, () => Promise<boolean>> = { f: engine, g: downloads, h: compositionFold };
 
 async function main() {
   if (ONLY && [...ONLY].every((letter) => letter in STANDALONE)) {
@@ -449,6 +466,7 @@ async function main() {
     console.log(`\nsummary: ${JSON.stringify(summary)}`);
     if (runs('f')) await engine();
     if (runs('g')) await downloads();
+    if (runs('h')) await compositionFold();
   } finally {
     for (const s of started.reverse()) await stop(s);
     rmSync(dataDir, { recursive: true, force: true });
