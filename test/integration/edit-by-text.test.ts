@@ -9,6 +9,7 @@ import type { Word } from '../../lib/domain/edl';
 import { shortIdOf, streams } from '../../lib/domain/ids';
 import { projectDecider } from '../../lib/domain/project';
 import type { DomainEvent } from '../../lib/domain/events';
+import { formatSeconds } from '../../services/query-api/web/html';
 import { startHarness, type Harness } from '../fixtures/harness';
 import { waitFor } from '../fixtures/wait';
 
@@ -237,6 +238,13 @@ describe('edit by text and deleted compositions (HTTP, embedded adapters)', func
     const again = await read(talk.projectId, talk.compositionId);
     assert.deepEqual([again.body.revision, again.body.text], [1, 'so we ship today the price']);
     assert.equal((await detail(talk.projectId)).compositions[0].duration, 9.1);
+    // The project page shows the composition as edited: its length, its clips, its words without the cut ones.
+    const page = await h.http.get(`/${talk.projectId}`).set(h.auth());
+    assert.equal(page.status, 200);
+    const text = page.text.replace(/\s+/g, ' ');
+    assert.match(text, new RegExp(`audio · ${formatSeconds(9.1)} · 4 clips`));
+    assert.match(text, /so we ship today the price/);
+    assert.doesNotMatch(text, /\bum\b|\buh\b|the the/);
   });
 
   it('answers 409 conflict when the composition moved on since the text was read, cutting nothing', async () => {
