@@ -86,8 +86,10 @@ describe('runProcess: one child, settled once, never left running', () => {
     let tooMuch = 0;
     let timeouts = 0;
     const controller = new AbortController();
+    // Long enough for a node child to start on a loaded machine (at 300 ms, CI under load killed it before it wrote its pid).
+    const timeoutMs = 3000;
     const running = runProcess(node, args, {
-      timeoutMs: 300,
+      timeoutMs,
       onTimeout: () => (timeouts++, new Error('timeout')),
       signal: controller.signal,
       stdout: { maxBytes: 1024 * 1024, onTooMuch: () => (tooMuch++, new Error('too much output')) },
@@ -97,7 +99,7 @@ describe('runProcess: one child, settled once, never left running', () => {
     assert.equal(getEventListeners(controller.signal, 'abort').length, 0, 'the abort listener is removed');
     await waitFor(() => isGone(childPid), { what: 'the child to exit' });
     // Not a guess: Node fires timers in deadline order, so the run's timer would have fired before this one.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await new Promise((resolve) => setTimeout(resolve, timeoutMs));
     assert.deepEqual({ tooMuch, timeouts }, { tooMuch: 1, timeouts: 0 });
   });
 
