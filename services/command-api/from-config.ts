@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 import { openBlobStore, openSigningSecret, openUrlRefusal } from '../../lib/adapters/from-config';
+import { openAgentCatalog } from '../../lib/adapters/agent/catalog-file';
 import { createLocalUploadStore } from '../../lib/adapters/local/upload-store';
+import type { Catalog } from '../../lib/domain/agent/catalog';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { commandHandler } from '../../lib/app/command-handler';
 import { jobDecider, type JobCommand } from '../../lib/domain/job';
@@ -14,7 +16,10 @@ import type { ImportDeps } from '../../lib/app/import';
 import { uploadUrl, type UploadParams, type UploadRouteDeps } from './uploads';
 
 /** What the command API needs beyond the shared HTTP pieces, from configuration (main.ts and the all-in-one server). */
-export function commandDeps(config: Config, store: EventStore): Omit<ImportDeps, 'balance'> & { uploads: UploadRouteDeps } {
+export function commandDeps(
+  config: Config,
+  store: EventStore,
+): Omit<ImportDeps, 'balance'> & { uploads: UploadRouteDeps; agentCatalog: Catalog } {
   const secret = openSigningSecret(config);
   const blobs = openBlobStore(config);
   return {
@@ -22,6 +27,7 @@ export function commandDeps(config: Config, store: EventStore): Omit<ImportDeps,
     clock: systemClock,
     ids: randomIds,
     webUrl: config.webUrl,
+    agentCatalog: openAgentCatalog(config.agent),
     urlRefusal: openUrlRefusal(config),
     uploadTtlMs: config.uploadUrlTtlSeconds * 1000,
     mediaMaxBytes: config.mediaMaxBytes,

@@ -1,3 +1,4 @@
+import { openAgentCatalog } from '../../lib/adapters/agent/catalog-file';
 import { openBlobStore, openUrlRefusal, openWebFormLimiter, type ReadSide } from '../../lib/adapters/from-config';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { principalsByTokenId } from '../../lib/app/tenancy';
@@ -30,6 +31,7 @@ export function queryDeps(
   | 'clock'
   | 'ids'
   | 'watchCache'
+  | 'agentCatalog'
 > {
   for (const [name, stats] of Object.entries(readSide.caches)) metrics.watchCache(name, stats);
   return {
@@ -51,5 +53,6 @@ export function queryDeps(
     clock: systemClock,
     ids: randomIds,
     watchCache: metrics.watchCache,
+    agentCatalog: openAgentCatalog(config.agent),
   };
 }
