@@ -54,6 +54,7 @@ export function createOpenAiAgentModel(options: OpenAiModelOptions): AgentModel 
       const body = JSON.stringify(requestBody(options.upstream, messages, tools));
       for (let attempt = 1; ; attempt++) {
         let failure: string;
+        let malformed = false;
         let retryAfterMs: number | undefined;
         try {
           const answer = await postJson(url, body, settings, signal);
@@ -66,9 +67,11 @@ export function createOpenAiAgentModel(options: OpenAiModelOptions): AgentModel 
         } catch (err) {
           if (!(err instanceof TryAgain)) throw err;
           failure = err.message;
+          malformed = err.malformed;
         }
         if (attempt >= attempts) {
-          throw new AppError('unavailable', `the agent model server failed ${attempt} times; last: ${failure}`, { retriable: true });
+          // A server that kept answering unusably will not do better on the job's next attempt; one that failed may.
+          throw new AppError('unavailable', `the agent model server failed ${attempt} times; last: ${failure}`, { retriable: !malformed });
         }
         const backoff = (options.retryBaseMs ?? 500) * 2 ** (attempt - 1) * (0.75 + Math.random() / 2);
         await sleep(Math.min(retryAfterMs ?? backoff, options.maxRetryDelayMs ?? 30_000), undefined, { signal });
@@ -77,8 +80,16 @@ export function createOpenAiAgentModel(options: OpenAiModelOptions): AgentModel 
   };
 }
 
-/** A failure worth another attempt of this step; it never leaves the retry loop. */
-class TryAgain extends Error {}
+/** A failure worth another attempt of this step; it never leaves the retry loop. `malformed`: the server answered, but not usably. */
+class TryAgain extends Error {
+  constructor(
+    message: string,
+    readonly malformed = false,
+  ) {
+    super(message);
+  }
+}
+const Malformed = (message: string) => new TryAgain(message, true);
 
 const isTransientStatus = (status: number) => status >= 500 || status === 429 || status === 408;
 
@@ -111,11 +122,11 @@ function parseStep(body: Buffer): ModelStep {
   try {
     answer = JSON.parse(body.toString('utf8'));
   } catch {
-    throw new TryAgain('the agent model server answered with something that is not JSON');
+    throw Malformed('the agent model server answered with something that is not JSON');
   }
   const message = (answer as { choices?: { message?: unknown }[] })?.choices?.[0]?.message as
     { content?: unknown; tool_calls?: unknown } | undefined;
-  if (!message || typeof message !== 'object') throw new TryAgain('the agent model server answered without a message');
+  if (!message || typeof message !== 'object') throw Malformed('the agent model server answered without a message');
   const text = typeof message.content === 'string' ? message.content : null;
   const raw = Array.isArray(message.tool_calls) ? message.tool_calls : [];
   if (raw.length === 0) return { kind: 'final', text: text ?? '' };
@@ -125,15 +136,15 @@ function parseStep(body: Buffer): ModelStep {
 function toolCall(raw: unknown, index: number): ToolCall {
   const call = raw as { id?: unknown; function?: { name?: unknown; arguments?: unknown } };
   const name = call?.function?.name;
-  if (typeof name !== 'string' || name === '') throw new TryAgain(`the model's tool call ${index} has no function name`);
+  if (typeof name !== 'string' || name === '') throw Malformed(`the model's tool call ${index} has no function name`);
   let args: unknown;
   try {
     args = typeof call.function!.arguments === 'string' ? JSON.parse(call.function!.arguments || '{}') : call.function!.arguments;
   } catch {
-    throw new TryAgain(`the model's call of ${name} has arguments that are not JSON`);
+    throw Malformed(`the model's call of ${name} has arguments that are not JSON`);
   }
   if (typeof args !== 'object' || args === null || Array.isArray(args)) {
-    throw new TryAgain(`the model's call of ${name} has arguments that are not a JSON object`);
+    throw Malformed(`the model's call of ${name} has arguments that are not a JSON object`);
   }
   return {
     id: typeof call.id === 'string' && call.id !== '' ? call.id : `call_${index}`,
