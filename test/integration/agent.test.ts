@@ -59,6 +59,18 @@ const cut: AgentTool = {
     };
   },
 };
+/** `cut_ranges` once two calls have come: two turns then plan on the same revision. */
+let arrived = 0;
+let bothArrived: () => void = () => undefined;
+const together = new Promise<void>((resolve) => (bothArrived = resolve));
+const cutTogether: AgentTool = {
+  schema: { ...cut.schema, name: 'cut_together' },
+  async run(model, args, ctx) {
+    if (++arrived === 2) bothArrived();
+    await together;
+    return cut.run(model, args, ctx);
+  },
+};
 /** Holds the turn until the job is cancelled (its signal), then plans a rename: what a cancelled turn must not apply. */
 let entered: () => void = () => undefined;
 const waitUntilCancelled: AgentTool = {
@@ -85,7 +97,11 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
     media = await startMediaServer({ 'voice.wav': await makeTestMedia(dir, 'wav', 10) });
     llm = await startFakeChatServer();
     h = await startHarness({
-      agent: { llm: { url: llm.url, apiKey: 'sk-test' }, toolset: toolsetOf([rename, cut, waitUntilCancelled]), concurrency: 16 },
+      agent: {
+        llm: { url: llm.url, apiKey: 'sk-test' },
+        toolset: toolsetOf([rename, cut, cutTogether, waitUntilCancelled]),
+        concurrency: 16,
+      },
     });
     drive = await createDrive(h.admin, { name: 'Agent drive', credits: 1000 });
     const imported = await h.http
@@ -299,7 +315,7 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
       assert.equal(first.authorization, 'Bearer sk-test');
       assert.match(first.body.messages[0].content ?? '', new RegExp(main.composition_id));
       assert.equal(first.body.messages.at(-1)?.content, 'call it Intro and cut 1-2 and 5-7');
-      assert.deepEqual(first.body.tools?.map((t) => t.function.name).sort(), ['cut_ranges', 'rename_composition', 'wait']);
+      assert.deepEqual(first.body.tools?.map((t) => t.function.name).sort(), ['cut_ranges', 'cut_together', 'rename_composition', 'wait']);
       assert.deepEqual(
         second.body.messages.slice(-2).map((m) => m.role),
         ['tool', 'tool'],
@@ -394,6 +410,38 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
       assert.deepEqual(placeholder.clips, []);
       assert.equal(res.body.project_url, `${WEB_URL}/${res.body.project_id}/${placeholder.short_id}`);
     });
+  });
+
+  it('two turns on one composition at once: both edits land, one after the other, never a mixture', async () => {
+    const before = await composition(main.composition_id);
+    const duration = compositionDuration(before.clips);
+    // Each turn cuts its own first second, both planned on the same revision (the tool waits for the other);
+    // the one that commits second finds the composition moved, and its next attempt plans again.
+    llm.script([
+      (r: ChatRequest) =>
+        r.body.messages.at(-1)?.role === 'tool'
+          ? { final: 'Cut.' }
+          : { calls: [{ name: 'cut_ranges', arguments: { ranges: [{ from: 0, to: 1 }] } }] },
+    ]);
+    const [a, b] = await Promise.all([
+      post({ prompt: 'cut the first second', project_id: projectId, composition_id: main.short_id }),
+      post({ prompt: 'cut the first second', project_id: projectId, composition_id: main.short_id }),
+    ]);
+    const jobs = await Promise.all([finished(a.body.job_id), finished(b.body.job_id)]);
+    assert.deepEqual(
+      jobs.map((j) => j.result.status),
+      ['success', 'success'],
+    );
+    const after = await composition(main.composition_id);
+    assert.equal(compositionDuration(after.clips), duration - 2);
+    assert.equal(after.revision, before.revision! + 2, 'one cut event per turn, none twice');
+    const failures = (await Promise.all([a, b].map((r) => h.store.readStream(streams.job(r.body.job_id)))))
+      .flat()
+      .filter((e) => e.type === 'JobAttemptFailed');
+    assert.deepEqual(
+      failures.map((e) => (e.data as { reason: string }).reason),
+      ['a composition changed while the turn planned its edits; planning again'],
+    );
   });
 
   it('cancel between tool calls: the job ends cancelled, the project is as it was, nothing is charged or recorded', async () => {
