@@ -3,7 +3,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDrive, updateDrive } from '../../lib/app/admin';
-import { loadState } from '../../lib/app/command-handler';
+import { handleCommand, loadState } from '../../lib/app/command-handler';
+import { randomIds } from '../../lib/adapters/system/clock';
 import type { ProjectModel } from '../../lib/domain/agent/edits';
 import { balanceDecider } from '../../lib/domain/balance';
 import { compositionDecider } from '../../lib/domain/composition';
@@ -71,6 +72,19 @@ const cutTogether: AgentTool = {
     return cut.run(model, args, ctx);
   },
 };
+/** Renames every composition; `meanwhile` runs after planning, as another writer would. */
+let meanwhile: () => Promise<void> = async () => undefined;
+const renameAll: AgentTool = {
+  schema: { name: 'rename_all', description: 'rename every composition', parameters: { type: 'object' } },
+  async run(model) {
+    await meanwhile();
+    const changes = model.compositions.map((c) => ({
+      composition_id: c.composition_id,
+      edit: { kind: 'rename' as const, name: `${c.name} (all)` },
+    }));
+    return { changes, summary: 'Renamed them all.' };
+  },
+};
 /** Holds the turn until the job is cancelled (its signal), then plans a rename: what a cancelled turn must not apply. */
 let entered: () => void = () => undefined;
 const waitUntilCancelled: AgentTool = {
@@ -99,7 +113,7 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
     h = await startHarness({
       agent: {
         llm: { url: llm.url, apiKey: 'sk-test' },
-        toolset: toolsetOf([rename, cut, cutTogether, waitUntilCancelled]),
+        toolset: toolsetOf([rename, cut, cutTogether, renameAll, waitUntilCancelled]),
         concurrency: 16,
       },
     });
@@ -315,7 +329,13 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
       assert.equal(first.authorization, 'Bearer sk-test');
       assert.match(first.body.messages[0].content ?? '', new RegExp(main.composition_id));
       assert.equal(first.body.messages.at(-1)?.content, 'call it Intro and cut 1-2 and 5-7');
-      assert.deepEqual(first.body.tools?.map((t) => t.function.name).sort(), ['cut_ranges', 'cut_together', 'rename_composition', 'wait']);
+      assert.deepEqual(first.body.tools?.map((t) => t.function.name).sort(), [
+        'cut_ranges',
+        'cut_together',
+        'rename_all',
+        'rename_composition',
+        'wait',
+      ]);
       assert.deepEqual(
         second.body.messages.slice(-2).map((m) => m.role),
         ['tool', 'tool'],
@@ -412,118 +432,154 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
     });
   });
 
-  it('two turns on one composition at once: both edits land, one after the other, never a mixture', async () => {
-    const before = await composition(main.composition_id);
-    const duration = compositionDuration(before.clips);
-    // Each turn cuts its own first second, both planned on the same revision (the tool waits for the other);
-    // the one that commits second finds the composition moved, and its next attempt plans again.
-    llm.script([
-      (r: ChatRequest) =>
-        r.body.messages.at(-1)?.role === 'tool'
-          ? { final: 'Cut.' }
-          : { calls: [{ name: 'cut_ranges', arguments: { ranges: [{ from: 0, to: 1 }] } }] },
-    ]);
-    const [a, b] = await Promise.all([
-      post({ prompt: 'cut the first second', project_id: projectId, composition_id: main.short_id }),
-      post({ prompt: 'cut the first second', project_id: projectId, composition_id: main.short_id }),
-    ]);
-    const jobs = await Promise.all([finished(a.body.job_id), finished(b.body.job_id)]);
-    assert.deepEqual(
-      jobs.map((j) => j.result.status),
-      ['success', 'success'],
-    );
-    const after = await composition(main.composition_id);
-    assert.equal(compositionDuration(after.clips), duration - 2);
-    assert.equal(after.revision, before.revision! + 2, 'one cut event per turn, none twice');
-    const failures = (await Promise.all([a, b].map((r) => h.store.readStream(streams.job(r.body.job_id)))))
-      .flat()
-      .filter((e) => e.type === 'JobAttemptFailed');
-    assert.deepEqual(
-      failures.map((e) => (e.data as { reason: string }).reason),
-      ['a composition changed while the turn planned its edits; planning again'],
-    );
-  });
+  describe('concurrent writers, cancel and credits', () => {
+    it('two turns on one composition at once: both edits land, one after the other, never a mixture', async () => {
+      const before = await composition(main.composition_id);
+      const duration = compositionDuration(before.clips);
+      // Each turn cuts its own first second, both planned on the same revision (the tool waits for the other);
+      // the one that commits second finds the composition moved, and its next attempt plans again.
+      llm.script([
+        (r: ChatRequest) =>
+          r.body.messages.at(-1)?.role === 'tool'
+            ? { final: 'Cut.' }
+            : { calls: [{ name: 'cut_ranges', arguments: { ranges: [{ from: 0, to: 1 }] } }] },
+      ]);
+      const [a, b] = await Promise.all([
+        post({ prompt: 'cut the first second', project_id: projectId, composition_id: main.short_id }),
+        post({ prompt: 'cut the first second', project_id: projectId, composition_id: main.short_id }),
+      ]);
+      const jobs = await Promise.all([finished(a.body.job_id), finished(b.body.job_id)]);
+      assert.deepEqual(
+        jobs.map((j) => j.result.status),
+        ['success', 'success'],
+      );
+      const after = await composition(main.composition_id);
+      assert.equal(compositionDuration(after.clips), duration - 2);
+      assert.equal(after.revision, before.revision! + 2, 'one cut event per turn, none twice');
+      const failures = (await Promise.all([a, b].map((r) => h.store.readStream(streams.job(r.body.job_id)))))
+        .flat()
+        .filter((e) => e.type === 'JobAttemptFailed');
+      assert.deepEqual(
+        failures.map((e) => (e.data as { reason: string }).reason),
+        ['a composition changed while the turn planned its edits; planning again'],
+      );
+    });
 
-  it('cancel between tool calls: the job ends cancelled, the project is as it was, nothing is charged or recorded', async () => {
-    const before = await composition(main.composition_id);
-    const credits = (await h.balance.show(drive.drive_id)).ai_credits;
-    llm.script([
-      {
-        calls: [
-          { name: 'wait', arguments: {} },
-          { name: 'rename_composition', arguments: { name: 'Never' } },
-        ],
-      },
-      { final: 'x' },
-    ]);
-    const inTool = new Promise<void>((resolve) => (entered = resolve));
-    const res = await post({ prompt: 'wait, then rename', project_id: projectId });
-    await inTool;
-    assert.equal((await h.http.delete(`/v1/jobs/${res.body.job_id}`).set(h.auth(drive.token))).status, 204);
-    const job = await finished(res.body.job_id);
-    assert.equal(job.job_state, 'cancelled');
-    assert.equal(job.result, undefined);
-    const released = await waitFor(
-      async () => {
-        const c = (await h.balance.show(drive.drive_id)).ai_credits;
-        return c.reserved === 0 ? c : null;
-      },
-      { timeoutMs: 10_000, what: 'the reservation to be released' },
-    );
-    assert.equal(released.used, credits.used, 'no credits charged');
-    const after = await composition(main.composition_id);
-    assert.equal(after.revision, before.revision, 'no edit written');
-    assert.equal(after.name, before.name);
-    const { state } = await loadState(h.store, streams.conversation(res.body.conversation_id), conversationDecider);
-    assert.ok(state.exists);
-    assert.equal(state.turns.length, 0, 'no turn recorded');
-    assert.equal(llm.received.length, 1, 'the model was not asked again');
-  });
+    it('a turn over two compositions whose second moved meanwhile: the first change is kept and recorded, the job says which did not land', async () => {
+      const { state: project } = await loadState(h.store, streams.project(projectId), projectDecider);
+      const [first, second] = project.exists ? project.compositions : assert.fail('no project');
+      const firstBefore = await composition(first.composition_id);
+      meanwhile = async () => {
+        meanwhile = async () => undefined;
+        const write = { newId: randomIds.uuidv7, metadata: { partition_key: projectId } };
+        await handleCommand(
+          h.store,
+          streams.composition(second.composition_id),
+          compositionDecider,
+          { type: 'Rename', name: 'Renamed by someone else', now: new Date().toISOString() },
+          write,
+        );
+      };
+      llm.script([{ calls: [{ name: 'rename_all', arguments: {} }] }, { final: 'Renamed them all.' }]);
+      const res = await post({ prompt: 'rename them all', project_id: projectId });
+      const job = await finished(res.body.job_id);
+      assert.equal(job.result.status, 'error');
+      assert.equal(job.result.error_code, 'conflict');
+      assert.match(
+        job.result.error_message,
+        new RegExp(`changed composition-${first.composition_id}, but composition-${second.composition_id} changed meanwhile`),
+      );
+      assert.equal((await composition(first.composition_id)).name, `${firstBefore.name} (all)`);
+      assert.equal((await composition(second.composition_id)).name, 'Renamed by someone else');
+      const { state } = await loadState(h.store, streams.conversation(res.body.conversation_id), conversationDecider);
+      assert.ok(state.exists);
+      assert.deepEqual(state.turns[0].revisions, [
+        { composition_id: first.composition_id, before: firstBefore.revision, after: firstBefore.revision! + 1 },
+      ]);
+      assert.equal(state.turns[0].ai_credits_used, 3);
+    });
 
-  it('50 agent jobs at once in one drive: the AI credits never go below zero and settle at what the turns used', async () => {
-    const small = await createDrive(h.admin, { name: 'Small credits', credits: 60 });
-    // Each turn: one tool call, then a final answer (3 credits at auto's medium class).
-    llm.script([
-      (r: ChatRequest) =>
-        r.body.messages.at(-1)?.role === 'tool'
-          ? { final: 'Renamed.' }
-          : { calls: [{ name: 'rename_composition', arguments: { name: 'Busy' } }] },
-    ]);
-    const answers = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => post({ prompt: `turn ${i}`, project_name: `Busy ${i}` }, small.token)),
-    );
-    // Refused at accept (402: what is left is reserved by running turns) or when the turn reserves: never a third way.
-    assert.deepEqual(
-      answers.map((r) => r.status).filter((s) => s !== 201 && s !== 402),
-      [],
-    );
-    const accepted = answers.filter((r) => r.status === 201);
-    const jobs = await Promise.all(
-      accepted.map((r) => h.waitForJob(r.body.job_id, undefined, 90_000, small.token) as Promise<Record<string, any>>),
-    );
-    const succeeded = jobs.filter((j) => j.result.status === 'success');
-    const refused = jobs.filter((j) => j.result.status === 'error');
-    for (const j of refused) assert.equal(j.result.error_code, 'payment_required', JSON.stringify(j.result));
-    assert.ok(refused.length + answers.length - accepted.length > 0, 'the credits ran out');
-    const used = succeeded.reduce((n, j) => n + j.result.ai_credits_used, 0);
-    const shown = await waitFor(
-      async () => {
-        const c = (await h.balance.show(small.drive_id)).ai_credits;
-        return c.reserved === 0 ? c : null;
-      },
-      { timeoutMs: 10_000, what: 'every reservation to end' },
-    );
-    assert.equal(shown.used, used);
-    assert.ok(used <= 60 && shown.left! >= 0, `used ${used} of 60`);
-    // Each running turn holds the most it may cost (18 at medium) until it ends, so a busy drive refuses new turns before it is spent.
-    assert.ok(succeeded.length > 0 && used === 3 * succeeded.length, `${succeeded.length} turns used ${used}`);
-    // Never below zero at any point: replay the drive's balance stream.
-    const events = await h.store.readStream(streams.balance(small.drive_id));
-    let state = balanceDecider.initialState();
-    for (const e of events) {
-      state = balanceDecider.evolve(state, { type: e.type, data: e.data } as never);
-      const reserved = [...state.open.values()].reduce((n, r) => n + r.amount, 0);
-      assert.ok(state.used.ai_credits + reserved <= 60, `over the allowance at revision ${e.revision}`);
-    }
+    it('cancel between tool calls: the job ends cancelled, the project is as it was, nothing is charged or recorded', async () => {
+      const before = await composition(main.composition_id);
+      const credits = (await h.balance.show(drive.drive_id)).ai_credits;
+      llm.script([
+        {
+          calls: [
+            { name: 'wait', arguments: {} },
+            { name: 'rename_composition', arguments: { name: 'Never' } },
+          ],
+        },
+        { final: 'x' },
+      ]);
+      const inTool = new Promise<void>((resolve) => (entered = resolve));
+      const res = await post({ prompt: 'wait, then rename', project_id: projectId });
+      await inTool;
+      assert.equal((await h.http.delete(`/v1/jobs/${res.body.job_id}`).set(h.auth(drive.token))).status, 204);
+      const job = await finished(res.body.job_id);
+      assert.equal(job.job_state, 'cancelled');
+      assert.equal(job.result, undefined);
+      const released = await waitFor(
+        async () => {
+          const c = (await h.balance.show(drive.drive_id)).ai_credits;
+          return c.reserved === 0 ? c : null;
+        },
+        { timeoutMs: 10_000, what: 'the reservation to be released' },
+      );
+      assert.equal(released.used, credits.used, 'no credits charged');
+      const after = await composition(main.composition_id);
+      assert.equal(after.revision, before.revision, 'no edit written');
+      assert.equal(after.name, before.name);
+      const { state } = await loadState(h.store, streams.conversation(res.body.conversation_id), conversationDecider);
+      assert.ok(state.exists);
+      assert.equal(state.turns.length, 0, 'no turn recorded');
+      assert.equal(llm.received.length, 1, 'the model was not asked again');
+    });
+
+    it('50 agent jobs at once in one drive: the AI credits never go below zero and settle at what the turns used', async () => {
+      const small = await createDrive(h.admin, { name: 'Small credits', credits: 60 });
+      // Each turn: one tool call, then a final answer (3 credits at auto's medium class).
+      llm.script([
+        (r: ChatRequest) =>
+          r.body.messages.at(-1)?.role === 'tool'
+            ? { final: 'Renamed.' }
+            : { calls: [{ name: 'rename_composition', arguments: { name: 'Busy' } }] },
+      ]);
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => post({ prompt: `turn ${i}`, project_name: `Busy ${i}` }, small.token)),
+      );
+      // Refused at accept (402: what is left is reserved by running turns) or when the turn reserves: never a third way.
+      assert.deepEqual(
+        answers.map((r) => r.status).filter((s) => s !== 201 && s !== 402),
+        [],
+      );
+      const accepted = answers.filter((r) => r.status === 201);
+      const jobs = await Promise.all(
+        accepted.map((r) => h.waitForJob(r.body.job_id, undefined, 90_000, small.token) as Promise<Record<string, any>>),
+      );
+      const succeeded = jobs.filter((j) => j.result.status === 'success');
+      const refused = jobs.filter((j) => j.result.status === 'error');
+      for (const j of refused) assert.equal(j.result.error_code, 'payment_required', JSON.stringify(j.result));
+      assert.ok(refused.length + answers.length - accepted.length > 0, 'the credits ran out');
+      const used = succeeded.reduce((n, j) => n + j.result.ai_credits_used, 0);
+      const shown = await waitFor(
+        async () => {
+          const c = (await h.balance.show(small.drive_id)).ai_credits;
+          return c.reserved === 0 ? c : null;
+        },
+        { timeoutMs: 10_000, what: 'every reservation to end' },
+      );
+      assert.equal(shown.used, used);
+      assert.ok(used <= 60 && shown.left! >= 0, `used ${used} of 60`);
+      // Each running turn holds the most it may cost (18 at medium) until it ends, so a busy drive refuses new turns before it is spent.
+      assert.ok(succeeded.length > 0 && used === 3 * succeeded.length, `${succeeded.length} turns used ${used}`);
+      // Never below zero at any point: replay the drive's balance stream.
+      const events = await h.store.readStream(streams.balance(small.drive_id));
+      let state = balanceDecider.initialState();
+      for (const e of events) {
+        state = balanceDecider.evolve(state, { type: e.type, data: e.data } as never);
+        const reserved = [...state.open.values()].reduce((n, r) => n + r.amount, 0);
+        assert.ok(state.used.ai_credits + reserved <= 60, `over the allowance at revision ${e.revision}`);
+      }
+    });
   });
 });

@@ -1,18 +1,17 @@
-import { decideNext } from '../../../lib/app/command-handler';
 import { CREDITS, MAX_STEPS, MAX_TOOL_CALLS, maxTurnCredits, turnCredits } from '../../../lib/domain/agent/catalog';
 import type { PlannedChange, ProjectModel } from '../../../lib/domain/agent/edits';
-import { conversationDecider, type RecordedToolCall } from '../../../lib/domain/conversation';
+import type { RecordedToolCall } from '../../../lib/domain/conversation';
 import { AppError } from '../../../lib/domain/errors';
-import { streams } from '../../../lib/domain/ids';
-import { jobDecider, type AgentResult } from '../../../lib/domain/job';
+import type { AgentResult } from '../../../lib/domain/job';
 import type { Balances } from '../../../lib/app/balances';
 import type { AgentModel, ToolCall, TurnMessage } from '../../../lib/ports/agent-model';
 import type { BlobStore } from '../../../lib/ports/blob-store';
 import type { Clock, Ids } from '../../../lib/ports/clock';
-import type { EventStore, StreamAppend } from '../../../lib/ports/event-store';
+import type { EventStore } from '../../../lib/ports/event-store';
 import type { ProcessorHandlers } from '../handlers';
 import { createComposition, DEFAULT_SIZE } from '../import/compose';
-import { reservationIdOf, type JobContext, type WorkOutcome } from '../job-runner';
+import type { JobContext, WorkOutcome } from '../job-runner';
+import { commitTurn } from './commit';
 import { turnMessages } from './messages';
 import { projectModelLoader } from './project-model';
 import { startTurnEdits, type TurnEdits } from './turn-edits';
@@ -22,10 +21,9 @@ import type { Toolset } from './toolset';
  * One agent turn (issue 20 item 4): reserve the most the turn may cost, read the project and the
  * conversation, then ask the model and run its tool calls, at most MAX_STEPS steps, each tool
  * call planned on what the earlier ones left (turn-edits.ts). Nothing is written until the turn
- * ends; then one commit holds, in order, a fence on the job stream (a cancel that came first
- * makes it conflict and nothing is written), the edits at the revisions the turn read, the turn
- * on the conversation, the settlement of the credits at exactly what the turn used, and the
- * job's stop. A cancel between tool calls aborts `ctx.signal`: the turn stops with nothing
+ * ends; then one commit writes the edits at the revisions the turn read, the turn on its
+ * conversation, the credits settled at exactly what the turn used, and the job's stop (commit.ts).
+ * A cancel between tool calls aborts `ctx.signal`: the turn stops with nothing
  * applied and the engine gives the reservation back.
  */
 
@@ -76,29 +74,22 @@ export async function runTurn(deps: AgentWorkDeps, ctx: Ctx): Promise<WorkOutcom
     conversation_id: request.conversation_id,
     resolved_model: request.resolved_model,
   };
-  const recorded = decideNext(
-    streams.conversation(request.conversation_id),
-    conversationDecider,
-    conversation,
-    (await deps.on.conversations.load(request.conversation_id)).revision,
-    {
-      type: 'RecordTurn',
-      turn: {
-        job_id: ctx.job.job_id,
-        prompt: request.prompt,
-        model: request.model,
-        tool_calls: turn.calls,
-        response: turn.response,
-        project_changed: result.project_changed,
-        revisions: edits.revisions(),
-        ai_credits_used: used,
-      },
-      now: deps.clock.now().toISOString(),
+  const committed = await commitTurn(deps, ctx, {
+    reserved: budget.reserved,
+    used,
+    edits: edits.appends(),
+    revisions: edits.revisions(),
+    turn: {
+      job_id: ctx.job.job_id,
+      prompt: request.prompt,
+      model: request.model,
+      tool_calls: turn.calls,
+      response: turn.response,
+      ai_credits_used: used,
     },
-    write,
-  );
-  await commit(deps, ctx, { reserved: budget.reserved, used }, [...edits.appends(), ...recorded.appends], result);
-  return { result, projectUrl: ctx.job.project_url };
+    result,
+  });
+  return { result: committed, projectUrl: ctx.job.project_url };
 }
 
 // ---------------------------------------------------------------- credits
@@ -189,83 +180,6 @@ async function runTool(deps: AgentWorkDeps, ctx: Ctx, model: ProjectModel, edits
     }
     throw err;
   }
-}
-
-// ---------------------------------------------------------------- the commit
-
-/**
- * Writes the turn in one batch: [fence on the job stream, edits…, turn record, settlement, stop].
- * The fence (a progress event expecting the job's revision) goes first, so a cancel, or any write
- * to the job since it was read, makes the batch fail before anything else is written; a moved
- * composition fails it before the turn is recorded or charged, and the attempt is retried (planned
- * again on the composition as it now is). The embedded store commits the batch as one group, so
- * nothing comes between its appends.
- */
-async function commit(
-  deps: AgentWorkDeps,
-  ctx: Ctx,
-  credits: { reserved: number; used: number },
-  writes: StreamAppend[],
-  result: AgentResult,
-): Promise<void> {
-  const write = {
-    newId: deps.ids.uuidv7,
-    metadata: { partition_key: ctx.job.project_id, drive_id: ctx.job.drive_id, causation_id: ctx.job.job_id },
-  };
-  for (let tries = 0; tries < 10; tries++) {
-    ctx.signal.throwIfAborted();
-    const { state, revision } = await deps.on.jobs.load(ctx.job.job_id);
-    const now = deps.clock.now().toISOString();
-    if (state.status === 'cancelled') return waitForAbort(ctx);
-    const fence = decideNext(
-      streams.job(ctx.job.job_id),
-      jobDecider,
-      state,
-      revision,
-      { type: 'ReportProgress', attempt: ctx.attempt, label: 'applying the changes', percent: 100, now },
-      write,
-    );
-    if (fence.appends.length === 0) throw new AppError('unavailable', 'this attempt no longer holds the job', { retriable: true });
-    const stop = decideNext(
-      streams.job(ctx.job.job_id),
-      jobDecider,
-      fence.state,
-      fence.revision,
-      { type: 'StopJob', attempt: ctx.attempt, result, projectUrl: ctx.job.project_url, now },
-      write,
-    );
-    const reservation = {
-      driveId: ctx.job.drive_id,
-      reservationId: reservationIdOf(ctx.job.job_id, 'ai_credits', 'turn'),
-      jobId: ctx.job.job_id,
-      kind: 'ai_credits' as const,
-    };
-    const between = [...fence.appends, ...writes];
-    const results = await deps.balances.reserveAndSettle(
-      { ...reservation, amount: credits.reserved, used: credits.used, reserve: false },
-      between,
-      stop.appends,
-    );
-    const failed = results.findIndex((r) => !r.ok);
-    if (failed === -1 && results.length > between.length) return;
-    if (failed === 0) continue; // the job moved (a lease renewal, a cancel): look again
-    if (failed !== -1 && failed < between.length) {
-      throw new AppError('unavailable', 'a composition changed while the turn planned its edits; planning again', { retriable: true });
-    }
-    // The edits and the turn are written; the balance stream moved under the settlement: settle on its own, the engine stops the job.
-    await ctx.settle('ai_credits', 'turn', credits.used);
-    return;
-  }
-  throw new AppError('unavailable', 'the job stream kept moving while the turn was written', { retriable: true });
-}
-
-/** The job was cancelled before the turn was written: wait for the engine to see it (it aborts the signal), then stop. */
-async function waitForAbort(ctx: Ctx): Promise<never> {
-  await new Promise<void>((resolve) => {
-    if (ctx.signal.aborted) return resolve();
-    ctx.signal.addEventListener('abort', () => resolve(), { once: true });
-  });
-  throw ctx.signal.reason;
 }
 
 // ---------------------------------------------------------------- new projects
