@@ -160,6 +160,9 @@ async function converse(
 
 const describe = (summaries: readonly string[]) => (summaries.length > 0 ? summaries.join(' ') : 'Nothing was changed.');
 
+/** What a tool or the composition decider answers about a call's arguments or changes: the model's to read, not the job's failure. */
+const REFUSALS = new Set(['invalid_input', 'not_found', 'unprocessable_entity']);
+
 /** One tool call: its changes planned (all or none), and its result as the model reads it. A refusal is a result, not a failure. */
 async function runTool(deps: AgentWorkDeps, ctx: Ctx, model: ProjectModel, edits: TurnEdits, call: ToolCall) {
   const tool = deps.agent.toolset.get(call.name);
@@ -175,7 +178,7 @@ async function runTool(deps: AgentWorkDeps, ctx: Ctx, model: ProjectModel, edits
       result: JSON.stringify({ summary: outcome.summary, ...(outcome.data !== undefined && { data: outcome.data }) }),
     };
   } catch (err) {
-    if (err instanceof AppError && (err.code === 'invalid_input' || err.code === 'not_found')) {
+    if (err instanceof AppError && REFUSALS.has(err.code)) {
       return { model, summary: null, result: JSON.stringify({ error: err.message }) };
     }
     throw err;
