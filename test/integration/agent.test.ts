@@ -139,6 +139,10 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
   });
 
   const post = (body: Record<string, unknown>, token = drive.token) => h.http.post('/v1/jobs/agent').set(h.auth(token)).send(body);
+  const valid = (schema: string, body: unknown) => {
+    const validate = h.schemas.validator(schema);
+    assert.ok(validate(body), JSON.stringify(validate.errors));
+  };
   const composition = async (id: string) => {
     const { state, revision } = await loadState(h.store, streams.composition(id), compositionDecider);
     return state.exists ? { ...state, revision } : assert.fail(`composition ${id} does not exist`);
@@ -234,6 +238,7 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
       llm.script([{ final: 'Nothing to do.' }]);
       const auto = await post({ prompt: 'hello', project_id: projectId, composition_id: main.short_id });
       assert.equal(auto.status, 201, auto.text);
+      valid('agent-response', auto.body);
       assert.deepEqual(Object.keys(auto.body).sort(), [
         'conversation_id',
         'drive_id',
@@ -272,6 +277,7 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
   it('GET /v1/agent/models lists auto at medium, the served model and an alias', async () => {
     const res = await h.http.get('/v1/agent/models').set(h.auth(drive.token));
     assert.equal(res.status, 200);
+    valid('agent-models', res.body);
     assert.deepEqual(res.body.availableModels, [
       { id: 'auto', cost: 'medium' },
       { id: 'builtin', cost: 'low' },
@@ -285,10 +291,12 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
   describe('the turn loop', () => {
     let conversationId: string;
 
-    it('runs the model’s tool calls, applies their edits at once and charges the turn exactly', async () => {
+    it('runs the model’s tool calls (after a 429 and a 500), applies their edits at once and charges the turn exactly', async () => {
       const before = await composition(main.composition_id);
       const credits = (await h.balance.show(drive.drive_id)).ai_credits;
       llm.script([
+        { status: 429, retryAfter: '0' },
+        { status: 500 },
         {
           calls: [
             { name: 'rename_composition', arguments: { name: 'Intro' } },
@@ -308,6 +316,7 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
       const res = await post({ prompt: 'call it Intro and cut 1-2 and 5-7', project_id: projectId, composition_id: main.composition_id });
       assert.equal(res.status, 201, res.text);
       const job = await finished(res.body.job_id);
+      valid('job', job);
       conversationId = res.body.conversation_id;
       assert.deepEqual(job.result, {
         status: 'success',
@@ -325,7 +334,8 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
       assert.equal(now.used - credits.used, 4);
       assert.equal(now.reserved, 0);
       // What the model saw: the system prompt naming the composition, the prompt, the tools; then its calls' results.
-      const [first, second] = llm.received;
+      assert.equal(llm.received.length, 4, 'the 429 and the 500 were asked again');
+      const [, , first, second] = llm.received;
       assert.equal(first.authorization, 'Bearer sk-test');
       assert.match(first.body.messages[0].content ?? '', new RegExp(main.composition_id));
       assert.equal(first.body.messages.at(-1)?.content, 'call it Intro and cut 1-2 and 5-7');
@@ -354,6 +364,7 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
 
       const history = await h.http.get(`/v1/projects/${projectId}/conversations/${conversationId}`).set(h.auth(drive.token));
       assert.equal(history.status, 200);
+      valid('conversation', history.body);
       assert.equal(history.body.turns.length, 2);
       const [turn] = history.body.turns;
       assert.equal(turn.model, 'test-llm');
