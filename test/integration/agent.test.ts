@@ -13,6 +13,7 @@ import { compositionDuration } from '../../lib/domain/edl';
 import { invalidInput } from '../../lib/domain/errors';
 import { streams } from '../../lib/domain/ids';
 import { projectDecider } from '../../lib/domain/project';
+import { jobDecider } from '../../lib/domain/job';
 import { toolsetOf, type AgentTool } from '../../services/processors/agent';
 import { startFakeChatServer, type ChatRequest } from '../fixtures/fake-chat-server';
 import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
@@ -444,6 +445,57 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
   });
 
   describe('concurrent writers, cancel and credits', () => {
+    it('a turn written by an attempt that died before the job stopped is finished, not run again', async () => {
+      const jobId = randomIds.uuidv7();
+      const conversationId = randomIds.uuidv7();
+      const now = new Date().toISOString();
+      const write = { newId: randomIds.uuidv7, metadata: { partition_key: projectId } };
+      const conversation = { conversation_id: conversationId, project_id: projectId, drive_id: drive.drive_id, job_id: jobId };
+      await handleCommand(
+        h.store,
+        streams.conversation(conversationId),
+        conversationDecider,
+        { type: 'StartConversation', conversation, now },
+        write,
+      );
+      const turn = {
+        job_id: jobId,
+        prompt: 'rename',
+        model: 'test-llm',
+        tool_calls: [],
+        response: 'Renamed it before.',
+        project_changed: true,
+        revisions: [],
+        ai_credits_used: 2,
+      };
+      await handleCommand(h.store, streams.conversation(conversationId), conversationDecider, { type: 'RecordTurn', turn, now }, write);
+      const request = {
+        prompt: 'rename',
+        model: 'test-llm',
+        resolved_model: 'auto',
+        cost: 'medium' as const,
+        composition_id: null,
+        conversation_id: conversationId,
+        new_project: false,
+      };
+      const job = {
+        job_id: jobId,
+        job_type: 'agent' as const,
+        drive_id: drive.drive_id,
+        project_id: projectId,
+        project_url: `${WEB_URL}/${projectId}`,
+        created_by: 'u',
+        callback_url: null,
+        request,
+      };
+      llm.script([{ final: 'must not be asked' }]);
+      await handleCommand(h.store, streams.job(jobId), jobDecider, { type: 'QueueJob', job, now }, write);
+      const stopped = await finished(jobId);
+      assert.equal(stopped.result.agent_response, 'Renamed it before.');
+      assert.equal(stopped.result.ai_credits_used, 2);
+      assert.equal(llm.received.length, 0);
+    });
+
     it('two turns on one composition at once: both edits land, one after the other, never a mixture', async () => {
       const before = await composition(main.composition_id);
       const duration = compositionDuration(before.clips);

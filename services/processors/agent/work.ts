@@ -1,6 +1,6 @@
 import { CREDITS, MAX_STEPS, MAX_TOOL_CALLS, maxTurnCredits, turnCredits } from '../../../lib/domain/agent/catalog';
 import type { PlannedChange, ProjectModel } from '../../../lib/domain/agent/edits';
-import type { RecordedToolCall } from '../../../lib/domain/conversation';
+import type { RecordedToolCall, Turn } from '../../../lib/domain/conversation';
 import { AppError } from '../../../lib/domain/errors';
 import type { AgentResult } from '../../../lib/domain/job';
 import type { Balances } from '../../../lib/app/balances';
@@ -45,11 +45,15 @@ type Ctx = JobContext<'agent'>;
 
 export async function runTurn(deps: AgentWorkDeps, ctx: Ctx): Promise<WorkOutcome<'agent'>> {
   const { request, project_id: projectId } = ctx.job;
+  const { state: conversation } = await deps.on.conversations.load(request.conversation_id);
+  if (!conversation.exists) throw new AppError('not_found', `conversation ${request.conversation_id} does not exist`, { retriable: false });
+  // An earlier attempt wrote the turn and ended before the job's stop (its settlement met a moved
+  // balance stream, then the process died): finish that turn, never run it again.
+  const written = conversation.turns.find((t) => t.job_id === ctx.job.job_id);
+  if (written) return finishWritten(ctx, written);
   if (request.new_project) await givePlaceholder(deps, ctx);
   const budget = await reserveCredits(deps, ctx);
   const model = await projectModelLoader(deps)(projectId);
-  const { state: conversation } = await deps.on.conversations.load(request.conversation_id);
-  if (!conversation.exists) throw new AppError('not_found', `conversation ${request.conversation_id} does not exist`, { retriable: false });
   const write = {
     newId: deps.ids.uuidv7,
     metadata: { partition_key: projectId, drive_id: ctx.job.drive_id, causation_id: ctx.job.job_id },
@@ -90,6 +94,20 @@ export async function runTurn(deps: AgentWorkDeps, ctx: Ctx): Promise<WorkOutcom
     result,
   });
   return { result: committed, projectUrl: ctx.job.project_url };
+}
+
+async function finishWritten(ctx: Ctx, turn: Turn): Promise<WorkOutcome<'agent'>> {
+  await ctx.settle('ai_credits', 'turn', turn.ai_credits_used);
+  const result: AgentResult = {
+    status: 'success',
+    agent_response: turn.response,
+    project_changed: turn.project_changed,
+    media_seconds_used: 0,
+    ai_credits_used: turn.ai_credits_used,
+    conversation_id: ctx.job.request.conversation_id,
+    resolved_model: ctx.job.request.resolved_model,
+  };
+  return { result, projectUrl: ctx.job.project_url };
 }
 
 // ---------------------------------------------------------------- credits
@@ -139,24 +157,41 @@ async function converse(
     ctx.signal.throwIfAborted();
     await ctx.progress(step === 0 ? 'planning' : `planning (step ${step + 1})`, (step / MAX_STEPS) * 90);
     const answer = await agent.next({ messages, tools, signal: ctx.signal });
-    if (answer.kind === 'final') return { response: answer.text.trim() || describe(summaries), calls };
+    if (answer.kind === 'final') return { response: capped(answer.text.trim() || describe(summaries), RESPONSE_MAX), calls };
     messages.push({ role: 'assistant', content: answer.text, tool_calls: answer.calls });
     for (const call of answer.calls) {
       // Cancellation is looked at between tool calls: a cancelled turn applies nothing.
       ctx.signal.throwIfAborted();
       if (calls.length >= budget.toolCalls) {
-        return { response: `${describe(summaries)} Stopped: the drive's AI credits cover no more tool calls in this turn.`.trim(), calls };
+        const stopped = `${describe(summaries)} Stopped: the drive's AI credits cover no more tool calls in this turn.`;
+        return { response: capped(stopped.trim(), RESPONSE_MAX), calls };
       }
       await ctx.progress(`running ${call.name}`, ((step + 0.5) / MAX_STEPS) * 90);
       const ran = await runTool(deps, ctx, model, edits, call);
       model = ran.model;
       if (ran.summary) summaries.push(ran.summary);
-      calls.push({ id: call.id, name: call.name, arguments: JSON.stringify(call.arguments), result: ran.result });
+      calls.push({
+        id: call.id,
+        name: call.name,
+        arguments: capped(JSON.stringify(call.arguments), RECORDED_MAX),
+        result: capped(ran.result, RECORDED_MAX),
+      });
       messages.push({ role: 'tool', tool_call_id: call.id, content: ran.result });
     }
   }
-  return { response: `${describe(summaries)} (Stopped after ${MAX_STEPS} steps without a final answer.)`.trim(), calls };
+  return {
+    response: capped(`${describe(summaries)} (Stopped after ${MAX_STEPS} steps without a final answer.)`.trim(), RESPONSE_MAX),
+    calls,
+  };
 }
+
+/**
+ * Events stay well under 64 KB (DESIGN §1): what a turn records of each tool call's arguments and
+ * result (the model read them whole), and its response, are cut to these many characters.
+ */
+const RECORDED_MAX = 1000;
+const RESPONSE_MAX = 4000;
+const capped = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
 
 const describe = (summaries: readonly string[]) => (summaries.length > 0 ? summaries.join(' ') : 'Nothing was changed.');
 
