@@ -47,6 +47,8 @@ export type AgentAcceptDeps = {
   ids: Ids;
   webUrl: string;
   catalog: Catalog;
+  /** Why a callback URL is refused from its text alone (an internal address), or null: as for imports. */
+  urlRefusal: (url: string) => string | null;
   /** AI credits left (the drive's balance stream, not a read model: DESIGN §8). */
   balance: Pick<Balances, 'show'>;
 };
@@ -99,6 +101,8 @@ export function agentAccept(deps: AgentAcceptDeps): AgentAccept {
 
   return async (who, body, requestId, idempotency) => {
     const model = checkRequest(deps.catalog, body);
+    const refused = body.callback_url === undefined ? null : deps.urlRefusal(body.callback_url);
+    if (refused) throw invalidInput(`callback_url: refused: ${refused}`);
     // 404 and 400 about what the request names before 403 and 402 about the drive: the caller fixes those first.
     const existing = body.project_id ? await target(who, body as AgentJobRequest & { project_id: string }) : null;
     if (body.project_id && body.conversation_id) await checkConversation(body.project_id, body.conversation_id);

@@ -190,6 +190,7 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
         [{ prompt: 'x', project_id: projectId, conversation_id: 'c-1' }, /conversation_id/],
         [{ prompt: 'x', project_id: projectId, model: 'gpt-99' }, /model: "gpt-99" is not a model or alias/],
         [{ prompt: 'x', project_id: projectId, callback_url: 'not a url' }, /callback_url/],
+        [{ prompt: 'x', project_id: projectId, callback_url: 'http://10.1.2.3/hook' }, /callback_url: refused/],
         [{ prompt: 'x', project_id: projectId, temperature: 1 }, /temperature is not a known field/],
       ];
       for (const [body, message] of cases) expectError(await post(body), 400, 'invalid_input', message);
