@@ -551,7 +551,7 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
       assert.equal(job.result.error_code, 'conflict');
       assert.match(
         job.result.error_message,
-        new RegExp(`changed composition-${first.composition_id}, but composition-${second.composition_id} changed meanwhile`),
+        new RegExp(`changed composition ${first.composition_id}, but composition ${second.composition_id} changed meanwhile`),
       );
       assert.equal((await composition(first.composition_id)).name, `${firstBefore.name} (all)`);
       assert.equal((await composition(second.composition_id)).name, 'Renamed by someone else');

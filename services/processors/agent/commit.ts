@@ -79,8 +79,7 @@ export async function commitTurn(deps: AgentWorkDeps, ctx: Ctx, t: TurnToCommit)
         throw new AppError('unavailable', 'a composition changed while the turn planned its edits; planning again', { retriable: true });
       }
       written = [...written, ...pending.slice(0, editsFailed)];
-      const left = [...new Set(pending.slice(editsFailed).map((a) => a.streamId))];
-      const message = `the turn changed ${[...new Set(written.map((a) => a.streamId))].join(', ')}, but ${left.join(', ')} changed meanwhile and was left as it was; undo reverts what the turn changed`;
+      const message = `the turn changed ${named(written)}, but ${named(pending.slice(editsFailed))} changed meanwhile and was left as it was; undo reverts what the turn changed`;
       result = { status: 'error', error_code: 'conflict', error_message: message };
       response = message;
       pending = [];
@@ -97,6 +96,12 @@ export async function commitTurn(deps: AgentWorkDeps, ctx: Ctx, t: TurnToCommit)
   }
   throw new AppError('unavailable', 'the job stream kept moving while the turn was written', { retriable: true });
 }
+
+/** "composition <id>, the project": what the appends wrote to, as a user reads it. */
+const named = (appends: readonly StreamAppend[]) =>
+  [...new Set(appends.map((a) => (a.streamId.startsWith('composition-') ? `composition ${a.streamId.slice(12)}` : 'the project')))].join(
+    ', ',
+  );
 
 /** The revisions of the compositions whose appends were made: each composition's revision after its last made append. */
 function madeRevisions(all: readonly RevisionChange[], made: readonly StreamAppend[]): RevisionChange[] {
