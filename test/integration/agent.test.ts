@@ -563,6 +563,34 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
       assert.equal(state.turns[0].ai_credits_used, 3);
     });
 
+    it('an attempt retried after a conflict reserves again what the first held, even on a drive with just enough', async () => {
+      const exact = await createDrive(h.admin, { name: 'Just enough', credits: 20 });
+      llm.script([{ final: 'Made it.' }]);
+      const made = await post({ prompt: 'start', project_name: 'Retried' }, exact.token);
+      await h.waitForJob(made.body.job_id, undefined, 30_000, exact.token);
+      const { state: project } = await loadState(h.store, streams.project(made.body.project_id), projectDecider);
+      const [placeholder] = project.exists ? project.compositions : assert.fail('no project');
+      meanwhile = async () => {
+        meanwhile = async () => undefined;
+        const write = { newId: randomIds.uuidv7, metadata: { partition_key: made.body.project_id } };
+        const rename = { type: 'Rename' as const, name: 'Moved under the turn', now: new Date().toISOString() };
+        await handleCommand(h.store, streams.composition(placeholder.composition_id), compositionDecider, rename, write);
+      };
+      llm.script([
+        (r: ChatRequest) =>
+          r.body.messages.at(-1)?.role === 'tool' ? { final: 'Renamed.' } : { calls: [{ name: 'rename_all', arguments: {} }] },
+      ]);
+      const res = await post(
+        { prompt: 'rename them all', project_id: made.body.project_id, conversation_id: made.body.conversation_id },
+        exact.token,
+      );
+      const job = (await h.waitForJob(res.body.job_id, undefined, 30_000, exact.token)) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+      assert.equal(job.result.status, 'success', JSON.stringify(job.result));
+      assert.equal((await composition(placeholder.composition_id)).name, 'Moved under the turn (all)');
+      const credits = (await h.balance.show(exact.drive_id)).ai_credits;
+      assert.deepEqual(credits, { allowance: 20, used: 2 + 3, reserved: 0, left: 15 });
+    });
+
     it('cancel between tool calls: the job ends cancelled, the project is as it was, nothing is charged or recorded', async () => {
       const before = await composition(main.composition_id);
       const credits = (await h.balance.show(drive.drive_id)).ai_credits;

@@ -121,6 +121,8 @@ type Budget = { readonly reserved: number; readonly toolCalls: number };
  */
 async function reserveCredits(deps: AgentWorkDeps, ctx: Ctx): Promise<Budget> {
   const { cost } = ctx.job.request;
+  // A retried attempt gives back what an earlier one reserved, so what is left counts it again.
+  if (ctx.attempt > 1) await ctx.release('ai_credits', 'turn', 'the attempt is retried');
   const left = (await deps.balances.show(ctx.job.drive_id)).ai_credits.left;
   const reserved = left === null ? maxTurnCredits(cost) : Math.min(maxTurnCredits(cost), Math.floor(left));
   if (reserved < CREDITS[cost].turn) {
