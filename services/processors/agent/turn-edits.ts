@@ -43,10 +43,10 @@ export async function startTurnEdits(deps: TurnEditsDeps, model: ProjectModel): 
   let held = new Map<string, Held>();
   for (const c of model.compositions) {
     const { state, revision } = await deps.on.compositions.load(c.composition_id);
-    // Moved between reading the model and now: plan on what the model says; the commit will conflict.
-    held.set(c.composition_id, { state, revision: c.revision, before: c.revision, appends: [] });
+    // The model and the states planned on must be the same revision: what the tools read is what is edited.
     if (revision !== c.revision)
       throw new AppError('unavailable', `composition ${c.composition_id} changed while the turn read it`, { retriable: true });
+    held.set(c.composition_id, { state, revision, before: revision, appends: [] });
   }
   const loaded = await deps.on.projects.load(model.project_id);
   let project: ProjectHeld = { ...loaded, appends: [] };
