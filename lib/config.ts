@@ -84,6 +84,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       AGENT_LLM_URL: url({ default: undefined }),
       AGENT_LLM_API_KEY: str({ default: undefined }),
       AGENT_MODELS_FILE: str({ default: undefined }),
+      // The model AGENT_LLM_URL serves: its id in the catalog and the name sent upstream.
+      AGENT_LLM_MODEL: str({ default: 'gpt-4o-mini' }),
       OUTBOUND_ALLOWLIST: allowlist({ default: [] }),
       SIGNING_SECRET: str({ default: undefined }),
       SECRETS_KEY: str({ default: undefined }),
@@ -148,7 +150,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     kafka: raw.KAFKA_BROKERS ? { brokers: raw.KAFKA_BROKERS, topic: raw.KAFKA_TOPIC, partitions: raw.KAFKA_PARTITIONS } : undefined,
     mongoUrl: raw.MONGO_URL,
     transcriber: { kind: raw.TRANSCRIBER, url: raw.TRANSCRIBER_URL, apiKey: raw.TRANSCRIBER_API_KEY, model: raw.TRANSCRIBER_MODEL },
-    agent: { llmUrl: raw.AGENT_LLM_URL, llmApiKey: raw.AGENT_LLM_API_KEY, modelsFile: raw.AGENT_MODELS_FILE },
+    agent: {
+      llmUrl: raw.AGENT_LLM_URL,
+      llmApiKey: raw.AGENT_LLM_API_KEY,
+      llmModel: raw.AGENT_LLM_MODEL,
+      modelsFile: raw.AGENT_MODELS_FILE,
+    },
     outboundAllowlist: raw.OUTBOUND_ALLOWLIST,
     signingSecret: raw.SIGNING_SECRET,
     /** Seals the webhook secrets that events carry; unset: DATA_DIR/secrets.key, made on first use. */

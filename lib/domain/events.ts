@@ -1,5 +1,6 @@
 import type { BalanceEvent } from './balance';
 import type { CompositionEvent } from './composition';
+import type { ConversationEvent } from './conversation';
 import type { DeliveryEvent } from './delivery';
 import type { FolderEvent } from './folder';
 import type { IdempotencyEvent } from './idempotency';
@@ -19,7 +20,8 @@ export type DomainEvent =
   | DeliveryEvent
   | ImportLinkEvent
   | BalanceEvent
-  | IdempotencyEvent;
+  | IdempotencyEvent
+  | ConversationEvent;
 
 /**
  * Every event type by name, at run time. Typed as a record over the union, so an event type
@@ -71,5 +73,7 @@ const TYPES: { readonly [K in DomainEvent['type']]: true } = {
   ReservationSettled: true,
   ReservationReleased: true,
   IdempotentResponseRecorded: true,
+  ConversationStarted: true,
+  AgentTurnRecorded: true,
 };
 export const EVENT_TYPES = Object.keys(TYPES) as DomainEvent['type'][];

@@ -68,6 +68,8 @@ export const streams = {
   /** The drive's balances: reservations, settlements, releases (lib/domain/balance.ts). */
   balance: (driveId: string) => `balance-${driveId}`,
   token: (tokenHash: string) => `token-${tokenHash}`,
+  /** An agent conversation: its start and turns (lib/domain/conversation.ts). */
+  conversation: (conversationId: string) => `conversation-${conversationId}`,
   /** A partner's one-time import link, named by the nonce in its URL. */
   importLink: (nonce: string) => `importlink-${nonce}`,
   /** An Idempotency-Key of one token, named by SHA-256 (hex) of `token_id + "\n" + key`: the key itself is the client's text. */

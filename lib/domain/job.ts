@@ -1,5 +1,6 @@
 import type { Decider } from './decider';
 import { AppError, assertNever, conflict, ignoreUnknown, reject, type Rejection } from './errors';
+import type { CostClass } from './agent/catalog';
 import { uploadsOf, type ImportPlan, type ImportResult } from './import';
 
 /**
@@ -18,6 +19,34 @@ import { uploadsOf, type ImportPlan, type ImportResult } from './import';
  */
 type JobTypes = {
   readonly 'import/project_media': { readonly request: ImportPlan; readonly result: ImportResult };
+  readonly agent: { readonly request: AgentRequest; readonly result: AgentResult };
+};
+
+/** An accepted agent prompt (POST /jobs/agent), its model resolved and its composition id a UUID. */
+export type AgentRequest = {
+  readonly prompt: string;
+  /** The canonical model that runs (what `auto` or an alias resolved to when accepted). */
+  readonly model: string;
+  /** What the 201 and the result report: the canonical id, or `auto` for an `auto` request. */
+  readonly resolved_model: string;
+  /** The cost class the turn is charged by (lib/domain/agent/catalog.ts). */
+  readonly cost: CostClass;
+  /** The composition the edits are directed to, or null: the tools choose. */
+  readonly composition_id: string | null;
+  readonly conversation_id: string;
+  /** The project was created by this job (`project_name`): the work first gives it its empty placeholder composition. */
+  readonly new_project: boolean;
+};
+
+/** SPEC: Agent result. */
+export type AgentResult = {
+  readonly status: 'success';
+  readonly agent_response: string;
+  readonly project_changed: boolean;
+  readonly media_seconds_used: number;
+  readonly ai_credits_used: number;
+  readonly conversation_id: string;
+  readonly resolved_model: string;
 };
 export type JobType = keyof JobTypes;
 
@@ -331,7 +360,8 @@ export function decideJob(command: JobCommand, state: JobState): JobEvent[] | Re
     case 'RecordUploadProgress': {
       const { ref } = command.progress;
       // Only while the job waits for this upload: afterwards (or for another job's ref) it says nothing new.
-      if (state.status !== 'queued' || state.uploads.has(ref) || !uploadsOf(state.job.request).has(ref)) return [];
+      if (state.status !== 'queued' || state.job.job_type !== 'import/project_media') return [];
+      if (state.uploads.has(ref) || !uploadsOf(state.job.request).has(ref)) return [];
       return [{ type: 'UploadProgressed', data: { ...command.progress, at: command.now } }];
     }
     case 'ClaimJob': {

@@ -6,6 +6,9 @@ import { idempotency } from '../../lib/http/idempotency';
 import { infoLine, type ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
 import { acceptImport, importsOn, type ImportDeps, type ImportRequest, type ImportResponse } from '../../lib/app/import';
+import { agentAccept, type AgentJobRequest, type AgentJobResponse } from '../../lib/app/agent';
+import type { Balances } from '../../lib/app/balances';
+import type { Catalog } from '../../lib/domain/agent/catalog';
 import { jobCommands } from './jobs';
 import { partnerRoute } from './partner';
 import { mountTextEdits } from './text-edits';
@@ -18,6 +21,10 @@ export type CommandApiDeps = ApiAppDeps &
     uploads?: UploadRouteDeps;
     /** Where transcripts are read for edits by text (the route is not mounted without it). */
     blobs?: BlobStore;
+    /** The agent models a prompt may name (lib/adapters/agent/catalog-file.ts). */
+    agentCatalog: Catalog;
+    /** Media seconds for imports; AI credits for agent prompts. */
+    balance: Pick<Balances, 'mediaSecondsLeft' | 'show'>;
   };
 
 /** The write side: every route turns a request into a command on the event store. */
@@ -41,6 +48,18 @@ export function createApp(deps: CommandApiDeps): HttpApp {
       return { status: 201, body: response };
     },
   };
+  const acceptAgent = agentAccept({ ...deps, catalog: deps.agentCatalog });
+  const agent: LaneRoute = {
+    method: 'POST',
+    path: '/jobs/agent',
+    async handle({ auth, body, requestId, idempotency: key, log }) {
+      deps.schemas.assertBody('agent-request', body);
+      const record = key ? { record: (answer: AgentJobResponse) => key.recordWith(201, answer) } : undefined;
+      const response = await acceptAgent(auth, body as AgentJobRequest, requestId, record);
+      log.info({ job_id: response.job_id, project_id: response.project_id, model: response.resolved_model }, 'agent prompt accepted');
+      return { status: 201, body: response };
+    },
+  };
   // An extension of the spec: deliver the job's webhook again now.
   const redeliver: LaneRoute = {
     method: 'POST',
@@ -56,7 +75,7 @@ export function createApp(deps: CommandApiDeps): HttpApp {
   // Every POST that creates something takes an Idempotency-Key (DESIGN §8): wrap it here.
   const idempotent = idempotency(deps);
   return createApiApp(deps, {
-    lane: [idempotent(accept, { recordsWithItsAppends: true })],
+    lane: [idempotent(accept, { recordsWithItsAppends: true }), idempotent(agent, { recordsWithItsAppends: true })],
     mount: (v1) => {
       v1.delete('/jobs/:job_id', async (ctx) => {
         const c = ctx as unknown as ApiContext;

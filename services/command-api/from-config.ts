@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 import { openBlobStore, openSigningSecret, openUrlRefusal } from '../../lib/adapters/from-config';
+import { openAgentCatalog } from '../../lib/adapters/agent/catalog-file';
 import { createLocalUploadStore } from '../../lib/adapters/local/upload-store';
+import type { Catalog } from '../../lib/domain/agent/catalog';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { commandHandler } from '../../lib/app/command-handler';
 import { jobDecider, type JobCommand } from '../../lib/domain/job';
@@ -17,7 +19,7 @@ import { uploadUrl, type UploadParams, type UploadRouteDeps } from './uploads';
 export function commandDeps(
   config: Config,
   store: EventStore,
-): Omit<ImportDeps, 'balance'> & { uploads: UploadRouteDeps; blobs: BlobStore } {
+): Omit<ImportDeps, 'balance'> & { uploads: UploadRouteDeps; blobs: BlobStore; agentCatalog: Catalog } {
   const secret = openSigningSecret(config);
   const blobs = openBlobStore(config);
   return {
@@ -25,6 +27,7 @@ export function commandDeps(
     clock: systemClock,
     ids: randomIds,
     webUrl: config.webUrl,
+    agentCatalog: openAgentCatalog(config.agent),
     urlRefusal: openUrlRefusal(config),
     uploadTtlMs: config.uploadUrlTtlSeconds * 1000,
     mediaMaxBytes: config.mediaMaxBytes,

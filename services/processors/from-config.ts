@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { createLocalUploadStore } from '../../lib/adapters/local/upload-store';
 import type { Logger } from 'pino';
+import { openAgentCatalog } from '../../lib/adapters/agent/catalog-file';
 import { openMedia } from '../../lib/adapters/from-config';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { createBalances } from '../../lib/app/balances';
@@ -11,6 +12,17 @@ import type { EventStore } from '../../lib/ports/event-store';
 import type { ReadStore } from '../../lib/ports/read-store';
 import type { JobObserver } from './job-runner';
 import type { ProcessorsDeps } from './index';
+import { agentModels, planlessBuiltin, toolsetOf } from './agent';
+
+/**
+ * The agent's tools and builtin planner (issue 20 items 5, 6) are listed here when they land;
+ * until then the toolset is empty and the builtin model changes nothing.
+ */
+function agentFromConfig(config: Config): ProcessorsDeps['agent'] {
+  const toolset = toolsetOf([]);
+  const llm = config.agent.llmUrl ? { url: config.agent.llmUrl, apiKey: config.agent.llmApiKey } : null;
+  return { toolset, modelFor: agentModels(openAgentCatalog(config.agent), { llm, builtin: planlessBuiltin(toolset) }) };
+}
 
 /** The processors' dependencies from configuration, shared by main.ts and the all-in-one worker. */
 export const processorsDeps = (
@@ -36,5 +48,6 @@ export const processorsDeps = (
     mediaMaxBytes: config.mediaMaxBytes,
     downloadTimeoutMs: config.mediaDownloadTimeoutSeconds * 1000,
     concurrency: config.concurrency,
+    agent: agentFromConfig(config),
   };
 };

@@ -1,5 +1,6 @@
 import { commandHandler } from '../../lib/app/command-handler';
 import { compositionDecider } from '../../lib/domain/composition';
+import { conversationDecider } from '../../lib/domain/conversation';
 import { streams } from '../../lib/domain/ids';
 import { jobDecider } from '../../lib/domain/job';
 import { projectDecider } from '../../lib/domain/project';
@@ -10,6 +11,7 @@ export const processorHandlers = (store: EventStore) => ({
   jobs: commandHandler(store, jobDecider, streams.job),
   projects: commandHandler(store, projectDecider, streams.project),
   compositions: commandHandler(store, compositionDecider, streams.composition),
+  conversations: commandHandler(store, conversationDecider, streams.conversation),
 });
 
 export type ProcessorHandlers = ReturnType<typeof processorHandlers>;

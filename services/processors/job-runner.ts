@@ -90,6 +90,9 @@ export type RunnerDeps = {
   jobs?: HandlerOf<typeof jobDecider>;
 };
 
+/** The reservation a job's `ctx.reserve(kind, what, …)` holds on its drive's balance stream. */
+export const reservationIdOf = (jobId: string, kind: BalanceKind, what: string): string => `${jobId}:${kind}:${what}`;
+
 export class ClaimLost extends Error {
   constructor(jobId: string) {
     super(`job ${jobId}: another worker holds the claim now`);
@@ -184,7 +187,7 @@ export async function runJob<T extends JobType>(
     const c: JobCommand = { type: 'ChargeMediaSeconds', attempt, ref, seconds, now: now() };
     return decideNext(streams.job(job.job_id), jobDecider, state, revision, c, { newId: deps.ids.uuidv7, metadata }).appends;
   };
-  const reservationId = (kind: BalanceKind, what: string) => `${job.job_id}:${kind}:${what}`;
+  const reservationId = (kind: BalanceKind, what: string) => reservationIdOf(job.job_id, kind, what);
   const balance = {
     reserve: (kind: BalanceKind, what: string, amount: number) =>
       deps.balances.reserve({ driveId: job.drive_id, reservationId: reservationId(kind, what), jobId: job.job_id, kind, amount }),

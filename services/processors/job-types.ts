@@ -1,9 +1,10 @@
 import type { JobType } from '../../lib/domain/job';
+import { agentJobType, type AgentDeps } from './agent';
 import { importJobType, type ImportDeps } from './import';
 import type { JobTypeDefinition } from './job-type';
 
 /** What the job types use besides the engine's ports: the union of their own. */
-export type JobTypeDeps = ImportDeps;
+export type JobTypeDeps = ImportDeps & AgentDeps;
 
 /**
  * Every job type the processors run, one entry each: a job type named in the domain
@@ -11,6 +12,7 @@ export type JobTypeDeps = ImportDeps;
  */
 export const JOB_TYPES: { readonly [T in JobType]: JobTypeDefinition<T, JobTypeDeps> } = {
   'import/project_media': importJobType,
+  agent: agentJobType,
 };
 
 export type AnyJobTypeDefinition = (typeof JOB_TYPES)[JobType];

@@ -1,4 +1,6 @@
 import { createBalances } from '../../lib/app/balances';
+import { catalogBody, type Catalog } from '../../lib/domain/agent/catalog';
+import { mountConversations } from './conversations';
 import { positionValue } from '../../lib/app/consistency';
 import { foldDocument } from '../../lib/app/projection';
 import { forbidden, notFound } from '../../lib/domain/errors';
@@ -26,6 +28,8 @@ import type { SearchIndex } from '../../lib/ports/search-index';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 
 export type QueryApiDeps = ApiAppDeps & {
+  /** The agent models (GET /agent/models), as the command API resolves them. */
+  agentCatalog: Catalog;
   /** What the API answers from (`ReadSide.queries`). */
   read: ReadQueries;
   store: EventStore;
@@ -123,7 +127,14 @@ export function createApp(deps: QueryApiDeps): HttpApp {
         ctx.body = { data: page.docs.map(renderJob), pagination: page.next_cursor ? { next_cursor: page.next_cursor } : {} };
       });
 
+      // The catalog is the configuration's, fixed at start: one body for every request.
+      const models = catalogBody(deps.agentCatalog);
+      v1.get('/agent/models', (ctx) => {
+        ctx.body = models;
+      });
+
       mountProjects(v1, deps);
+      mountConversations(v1, deps);
       mountSearch(v1, deps);
       mountCompositionTranscript(v1, deps);
       mountDeliveries(v1, deps);

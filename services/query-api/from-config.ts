@@ -1,3 +1,4 @@
+import { openAgentCatalog } from '../../lib/adapters/agent/catalog-file';
 import { openBlobStore, openSigningSecret, openUrlRefusal, openWebFormLimiter, type ReadSide } from '../../lib/adapters/from-config';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { principalsByTokenId } from '../../lib/app/tenancy';
@@ -31,6 +32,7 @@ export function queryDeps(
   | 'clock'
   | 'ids'
   | 'watchCache'
+  | 'agentCatalog'
 > {
   for (const [name, stats] of Object.entries(readSide.caches)) metrics.watchCache(name, stats);
   return {
@@ -53,5 +55,6 @@ export function queryDeps(
     clock: systemClock,
     ids: randomIds,
     watchCache: metrics.watchCache,
+    agentCatalog: openAgentCatalog(config.agent),
   };
 }

@@ -11,6 +11,7 @@ import { createHttpServer } from '../../lib/http/listen';
 import { createMetrics } from '../../lib/observability/metrics';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { ReadStore } from '../../lib/ports/read-store';
+import { buildCatalog } from '../../lib/domain/agent/catalog';
 import { createApp as createQueryApp } from '../../services/query-api/app';
 import { startHarness, type Harness } from '../fixtures/harness';
 
@@ -83,6 +84,7 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
         limiter: new RateLimiterMemory({ points: 100, duration: 60 }),
         maxRequestBytes: 1024,
         schemas: h.schemas,
+        agentCatalog: buildCatalog(null, null),
         search: h.search,
         blobs: h.processorDeps.blobs,
         webUrl: 'http://web.test',

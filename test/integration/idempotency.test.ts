@@ -14,6 +14,7 @@ import { createDrive, createToken, updateDrive } from '../../lib/app/admin';
 import type { Balances } from '../../lib/app/balances';
 import { handleCommand } from '../../lib/app/command-handler';
 import { createAuthenticator } from '../../lib/app/tenancy';
+import { buildCatalog } from '../../lib/domain/agent/catalog';
 import { deliveryDecider } from '../../lib/domain/delivery';
 import { streams } from '../../lib/domain/ids';
 import { loadSchemas } from '../../lib/http/schemas';
@@ -53,7 +54,11 @@ async function startApi(store: EventStore, clock: Clock, balance: { left: number
     ids: randomIds,
     webUrl: 'http://web.test',
     urlRefusal: () => null,
-    balance: { mediaSecondsLeft: async () => balance.left } satisfies Pick<Balances, 'mediaSecondsLeft'>,
+    balance: {
+      mediaSecondsLeft: async () => balance.left,
+      show: () => Promise.reject(new Error('this test sends no agent prompts')),
+    } satisfies Pick<Balances, 'mediaSecondsLeft' | 'show'>,
+    agentCatalog: buildCatalog(null, null),
     uploadTtlMs: 3 * 3600 * 1000,
     mediaMaxBytes: 1024 * 1024,
     uploadUrl: signedUploadUrl('http://api.test/v1', 'idempotency-test-secret-0123456789'),

@@ -247,6 +247,27 @@ const domainEvents: DomainEvent[] = [
     data: { token_id: 't-1', secret_hash: 'ab'.repeat(32), drive_id: DRIVE, user_id: USER, name: 'ci', created_at: T },
   },
   { type: 'TokenRevoked', data: { token_id: 't-1', revoked_at: T } },
+  { type: 'ConversationStarted', data: { conversation_id: USER, project_id: PROJECT, drive_id: DRIVE, job_id: USER, started_at: T } },
+  {
+    type: 'AgentTurnRecorded',
+    data: {
+      conversation_id: USER,
+      job_id: USER,
+      prompt: 'rename this composition to Intro',
+      model: 'builtin',
+      tool_calls: [
+        { id: 'call_1', name: 'rename_composition', arguments: '{"name":"Intro"}', result: '{"summary":"Renamed Main to Intro"}' },
+      ],
+      response: 'Renamed Main to Intro',
+      project_changed: true,
+      revisions: [
+        { composition_id: PROJECT, before: 3, after: 4 },
+        { composition_id: USER, before: null, after: 0 },
+      ],
+      ai_credits_used: 2.5,
+      recorded_at: T,
+    },
+  },
 ];
 
 const stored = (e: DomainEvent): StoredEvent => ({

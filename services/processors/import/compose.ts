@@ -29,8 +29,8 @@ const COMPOSE_TRIES = 10;
  * decides both again from the streams as they are: what was made stays, each step is idempotent.
  */
 export async function createComposition(
-  deps: ImportWorkDeps,
-  ctx: JobContext,
+  deps: Pick<ImportWorkDeps, 'ids' | 'clock' | 'store' | 'on'>,
+  ctx: { readonly job: Pick<JobContext['job'], 'job_id' | 'project_id' | 'drive_id'> },
   project: Extract<ProjectState, { exists: true }>,
   origin: string,
   spec: { name: string; clips: readonly Clip[]; width: number; height: number },

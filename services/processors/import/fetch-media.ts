@@ -25,7 +25,7 @@ export const NOT_FOUND_RETRY_DELAYS_MS: readonly number[] = [1000, 2000, 4000, 8
  */
 export async function download(
   deps: ImportWorkDeps,
-  ctx: JobContext,
+  ctx: JobContext<'import/project_media'>,
   url: string,
   report: (fraction: number) => void,
   options: { readonly retryUntilFound?: boolean } = {},
@@ -65,7 +65,7 @@ function stillMissing(err: unknown, retries: number): unknown {
 
 async function fetchToBlob(
   deps: ImportWorkDeps,
-  ctx: JobContext,
+  ctx: JobContext<'import/project_media'>,
   url: string,
   report: (fraction: number) => void,
   signal: AbortSignal,

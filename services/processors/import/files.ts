@@ -24,7 +24,7 @@ const PHASES = { fetching: [0, 0.4], probing: [0.4, 0.45], transcribing: [0.45, 
 /** Each URL or upload item in turn, its status into `mediaStatus`; resolves the seconds imported. */
 export async function importFiles(
   deps: ImportWorkDeps,
-  ctx: JobContext,
+  ctx: JobContext<'import/project_media'>,
   plan: Plan,
   before: Project,
   mediaStatus: Map<string, MediaStatus>,
@@ -49,7 +49,7 @@ export async function importFiles(
  */
 async function importOne(
   deps: ImportWorkDeps,
-  ctx: JobContext,
+  ctx: JobContext<'import/project_media'>,
   one: {
     ref: string;
     item: UrlItem | UploadItem;
@@ -89,7 +89,7 @@ const SPEND_TRIES = 10;
  */
 async function addAndSpend(
   deps: ImportWorkDeps,
-  ctx: JobContext,
+  ctx: JobContext<'import/project_media'>,
   ref: string,
   outcome: FileOutcome,
   seconds: number,
@@ -111,7 +111,7 @@ async function addAndSpend(
 /** The file's `AddMedia` as an append on the project as read; null when the project refuses it. */
 function addMediaAppend(
   deps: ImportWorkDeps,
-  ctx: JobContext,
+  ctx: JobContext<'import/project_media'>,
   { file, transcript }: FileOutcome,
   state: ProjectState,
   revision: number | null,
@@ -128,7 +128,7 @@ function addMediaAppend(
 /** Reserve, add, settle and charge, each awaited: where the project or the balance refuses the file, this says why. */
 async function stepByStep(
   deps: ImportWorkDeps,
-  ctx: JobContext,
+  ctx: JobContext<'import/project_media'>,
   ref: string,
   outcome: FileOutcome,
   seconds: number,
@@ -150,7 +150,7 @@ async function stepByStep(
  */
 async function reserveAndAdd(
   deps: ImportWorkDeps,
-  ctx: JobContext,
+  ctx: JobContext<'import/project_media'>,
   ref: string,
   { file, transcript }: FileOutcome,
   seconds: number,
@@ -166,7 +166,7 @@ async function reserveAndAdd(
 /** One URL or upload item: its bytes into a blob, then probed and transcribed. The blob goes if the file fails. */
 async function importFile(
   deps: ImportWorkDeps,
-  ctx: JobContext,
+  ctx: JobContext<'import/project_media'>,
   ref: string,
   item: UrlItem | UploadItem,
   received: ReadonlyMap<string, UploadReceived['data']>,
@@ -216,13 +216,13 @@ function paymentRefusal(err: unknown): { error_message: string } {
 export const now = (deps: ImportWorkDeps) => deps.clock.now().toISOString();
 
 /** How the job writes on its project: recorded as caused by the job. */
-const projectWrite = (deps: ImportWorkDeps, ctx: JobContext) => ({
+const projectWrite = (deps: ImportWorkDeps, ctx: JobContext<'import/project_media'>) => ({
   newId: deps.ids.uuidv7,
   metadata: { partition_key: ctx.job.project_id, drive_id: ctx.job.drive_id, causation_id: ctx.job.job_id },
 });
 
 /** A command on the job's project, recorded as caused by the job. */
-export const onProject = (deps: ImportWorkDeps, ctx: JobContext, command: ProjectCommand) =>
+export const onProject = (deps: ImportWorkDeps, ctx: JobContext<'import/project_media'>, command: ProjectCommand) =>
   deps.on.projects.handle(ctx.job.project_id, command, projectWrite(deps, ctx));
 
 /**

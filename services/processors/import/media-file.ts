@@ -37,7 +37,7 @@ export type Phase = 'probing' | 'transcribing';
 
 export async function describeMedia(
   deps: ImportWorkDeps,
-  ctx: JobContext,
+  ctx: JobContext<'import/project_media'>,
   source: Source,
   report: (phase: Phase, fraction: number) => void,
 ): Promise<FileOutcome> {

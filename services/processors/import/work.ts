@@ -44,7 +44,10 @@ export type ImportWorkDeps = {
   on: ProcessorHandlers;
 };
 
-export async function importMedia(deps: ImportWorkDeps, ctx: JobContext): Promise<WorkOutcome> {
+export async function importMedia(
+  deps: ImportWorkDeps,
+  ctx: JobContext<'import/project_media'>,
+): Promise<WorkOutcome<'import/project_media'>> {
   const plan = normalizePlan(ctx.job.request);
   await releaseUploads(deps, ctx.job, ctx.log);
   const { state: before } = await deps.on.projects.load(ctx.job.project_id);
@@ -66,7 +69,11 @@ export type Plan = ReturnType<typeof normalizePlan>;
 export type Project = Extract<ProjectState, { exists: true }>;
 
 /** Every project an import creates starts with an empty placeholder composition. */
-async function placeholderOf(deps: ImportWorkDeps, ctx: JobContext, before: Project): Promise<CompositionEntry | undefined> {
+async function placeholderOf(
+  deps: ImportWorkDeps,
+  ctx: JobContext<'import/project_media'>,
+  before: Project,
+): Promise<CompositionEntry | undefined> {
   const origin = `${ctx.job.job_id}#placeholder`;
   const made = before.compositions.find((c) => c.origin === origin);
   if (made || before.project.job_id !== ctx.job.job_id) return made;
@@ -77,7 +84,7 @@ async function placeholderOf(deps: ImportWorkDeps, ctx: JobContext, before: Proj
 /** Sequences, once their tracks' files are in: each is media of the project. Resolves the project as it then is. */
 async function addSequences(
   deps: ImportWorkDeps,
-  ctx: JobContext,
+  ctx: JobContext<'import/project_media'>,
   plan: Plan,
   mediaStatus: Map<string, MediaStatus>,
 ): Promise<ProjectState> {
@@ -101,7 +108,12 @@ async function addSequences(
 }
 
 /** The compositions the request asked for, of the media that imported. */
-async function createCompositions(deps: ImportWorkDeps, ctx: JobContext, plan: Plan, project: ProjectState): Promise<CompositionEntry[]> {
+async function createCompositions(
+  deps: ImportWorkDeps,
+  ctx: JobContext<'import/project_media'>,
+  plan: Plan,
+  project: ProjectState,
+): Promise<CompositionEntry[]> {
   const created: CompositionEntry[] = [];
   let state = project;
   for (const [i, c] of plan.compositions.entries()) {
@@ -116,7 +128,7 @@ async function createCompositions(deps: ImportWorkDeps, ctx: JobContext, plan: P
 }
 
 /** The staged bytes of the job's uploads, now in blobs or failed. */
-async function discardStaged(deps: ImportWorkDeps, ctx: JobContext, plan: Plan): Promise<void> {
+async function discardStaged(deps: ImportWorkDeps, ctx: JobContext<'import/project_media'>, plan: Plan): Promise<void> {
   for (const upload of uploadsOf(plan).values()) {
     await deps.uploads?.discard(upload.asset_id).catch((err: unknown) => ctx.log.warn({ err }, 'could not remove a staged upload'));
   }
@@ -124,9 +136,9 @@ async function discardStaged(deps: ImportWorkDeps, ctx: JobContext, plan: Plan):
 
 function workOutcome(
   deps: ImportWorkDeps,
-  job: Job,
+  job: Job<'import/project_media'>,
   done: { mediaStatus: Map<string, MediaStatus>; secondsUsed: number; created: CompositionEntry[]; placeholder?: CompositionEntry },
-): WorkOutcome {
+): WorkOutcome<'import/project_media'> {
   const statuses = [...done.mediaStatus.values()];
   const ok = statuses.filter((s) => s.status === 'success').length;
   const status = ok === statuses.length ? 'success' : ok === 0 ? 'error' : 'partial';
@@ -148,7 +160,11 @@ function workOutcome(
  * not take in, and bytes still staged. Only where no attempt of the job can still write: for a
  * job cancelled before any attempt claimed it, or by the attempt itself once its work stopped.
  */
-export async function discardUploads(deps: Pick<ImportWorkDeps, 'on' | 'blobs' | 'uploads'>, job: Job, log: Logger): Promise<void> {
+export async function discardUploads(
+  deps: Pick<ImportWorkDeps, 'on' | 'blobs' | 'uploads'>,
+  job: Job<'import/project_media'>,
+  log: Logger,
+): Promise<void> {
   const uploads = uploadsOf(job.request);
   if (uploads.size === 0) return;
   const [{ state: jobState }, { state: project }] = await Promise.all([
