@@ -12,16 +12,28 @@ import type { EventStore } from '../../lib/ports/event-store';
 import type { ReadStore } from '../../lib/ports/read-store';
 import type { JobObserver } from './job-runner';
 import type { ProcessorsDeps } from './index';
-import { agentModels, planlessBuiltin, toolsetOf } from './agent';
+import { createBuiltinModel } from '../../lib/adapters/agent/builtin';
+import { resolveFfmpegPaths } from '../../lib/adapters/ffmpeg/binaries';
+import { createFfmpegSilenceDetector } from '../../lib/adapters/ffmpeg/silence';
+import type { BlobStore } from '../../lib/ports/blob-store';
+import { agentModels } from './agent';
+import { editingToolset } from './agent/editing-tools';
 
 /**
- * The agent's tools and builtin planner (issue 20 items 5, 6) are listed here when they land;
- * until then the toolset is empty and the builtin model changes nothing.
+ * The agent: the editing tools (silences measured with ffmpeg, kept per blob in DATA_DIR/silences),
+ * the offline builtin planner, and the chat-completions server of AGENT_LLM_URL for the models it serves.
  */
-function agentFromConfig(config: Config): ProcessorsDeps['agent'] {
-  const toolset = toolsetOf([]);
+function agentFromConfig(config: Config, blobs: BlobStore): ProcessorsDeps['agent'] {
+  const silences = createFfmpegSilenceDetector({
+    ffmpegPath: resolveFfmpegPaths().ffmpeg,
+    blobs,
+    cacheDir: join(config.dataDir, 'silences'),
+  });
   const llm = config.agent.llmUrl ? { url: config.agent.llmUrl, apiKey: config.agent.llmApiKey } : null;
-  return { toolset, modelFor: agentModels(openAgentCatalog(config.agent), { llm, builtin: planlessBuiltin(toolset) }) };
+  return {
+    toolset: editingToolset({ silences }),
+    modelFor: agentModels(openAgentCatalog(config.agent), { llm, builtin: createBuiltinModel() }),
+  };
 }
 
 /** The processors' dependencies from configuration, shared by main.ts and the all-in-one worker. */
@@ -48,6 +60,6 @@ export const processorsDeps = (
     mediaMaxBytes: config.mediaMaxBytes,
     downloadTimeoutMs: config.mediaDownloadTimeoutSeconds * 1000,
     concurrency: config.concurrency,
-    agent: agentFromConfig(config),
+    agent: agentFromConfig(config, media.blobs),
   };
 };

@@ -1,5 +1,5 @@
 import { createOpenAiAgentModel } from '../../lib/adapters/agent/openai';
-import { planlessBuiltin, toolsetOf } from '../../services/processors/agent';
+import { createBuiltinModel } from '../../lib/adapters/agent/builtin';
 import { startFakeChatServer, type ChatRequest } from '../fixtures/fake-chat-server';
 import { describeAgentModelContract } from './agent-model.contract';
 
@@ -22,7 +22,7 @@ describeAgentModelContract(
   { waitsOnSomething: true },
 );
 
-describeAgentModelContract('the builtin stand-in (until the planner lands)', async () => ({
-  model: planlessBuiltin(toolsetOf([])),
+describeAgentModelContract('builtin (the offline planner)', async () => ({
+  model: createBuiltinModel(),
   cleanup: async () => undefined,
 }));

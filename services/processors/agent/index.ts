@@ -3,7 +3,7 @@ import { runTurn, type AgentWorkDeps } from './work';
 
 export type { AgentTool, Toolset, ToolContext } from './toolset';
 export { toolsetOf } from './toolset';
-export { agentModels, planlessBuiltin } from './models';
+export { agentModels } from './models';
 
 /** What the agent job type needs besides the engine's own ports. */
 export type AgentDeps = AgentWorkDeps;

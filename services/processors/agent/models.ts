@@ -2,7 +2,6 @@ import { createOpenAiAgentModel } from '../../../lib/adapters/agent/openai';
 import type { Catalog } from '../../../lib/domain/agent/catalog';
 import { AppError } from '../../../lib/domain/errors';
 import type { AgentModel } from '../../../lib/ports/agent-model';
-import type { Toolset } from './toolset';
 
 /**
  * The AgentModel of each catalog model: `builtin` models are answered by the offline planner,
@@ -25,23 +24,5 @@ export function agentModels(
     else throw new AppError('unavailable', `model ${id} is served by AGENT_LLM_URL, which is not set`, { retriable: false });
     made.set(id, adapter);
     return adapter;
-  };
-}
-
-/**
- * Until the builtin planner (issue 20 item 6, built beside this folder) is wired here: a model that
- * understands nothing and says what the tools can do, so a prompt still ends `stopped` with
- * `project_changed: false`, as a prompt the planner does not understand will.
- */
-export function planlessBuiltin(toolset: Toolset): AgentModel {
-  return {
-    id: 'builtin',
-    next: async () => ({
-      kind: 'final',
-      text:
-        toolset.size === 0
-          ? 'The built-in planner is not available in this build; nothing was changed.'
-          : `I did not understand that; nothing was changed. I can: ${[...toolset.values()].map((t) => t.schema.description).join('; ')}.`,
-    }),
   };
 }

@@ -1,4 +1,5 @@
 import { loadTranscript } from '../../../lib/app/transcripts';
+import { modelCompositionOf } from '../../../lib/domain/agent/apply-edit';
 import type { ModelComposition, ModelMedia, ProjectModel } from '../../../lib/domain/agent/edits';
 import type { Word } from '../../../lib/domain/edl';
 import { notFound } from '../../../lib/domain/errors';
@@ -20,18 +21,10 @@ export function projectModelLoader(deps: { on: ProcessorHandlers; blobs: BlobSto
     }
     const compositions: ModelComposition[] = [];
     for (const entry of state.compositions) {
-      const { state: c } = await deps.on.compositions.load(entry.composition_id);
-      if (!c.exists) continue; // listed, not yet created (an import still running)
-      compositions.push({
-        composition_id: c.composition_id,
-        short_id: c.short_id,
-        name: c.name,
-        revision: c.revision,
-        clips: c.clips,
-        markers: c.markers,
-        // No audio settings yet on this composition model: the composition events of issue 20 add them.
-        audio: { loudness_lufs: null, noise_reduction: false },
-      });
+      const { state } = await deps.on.compositions.load(entry.composition_id);
+      // Not there: listed, not yet created (an import still running), or deleted.
+      const c = modelCompositionOf(state);
+      if (c) compositions.push(c);
     }
     return { project_id: projectId, media, compositions };
   };

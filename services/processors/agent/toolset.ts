@@ -1,4 +1,5 @@
 import type { ProjectModel, ToolOutcome } from '../../../lib/domain/agent/edits';
+import type { TurnTouch } from '../../../lib/domain/agent/tools';
 import type { ToolSchema } from '../../../lib/ports/agent-model';
 
 /**
@@ -18,6 +19,12 @@ export type ToolContext = {
   readonly composition_id: string | null;
   /** Aborted when the job is cancelled: a tool that runs a child (silence detection) stops it. */
   readonly signal: AbortSignal;
+  /** A fresh composition id, for a composition a tool creates. */
+  readonly newId: () => string;
+  /** The compositions the conversation's last turn changed, as they were before it (what undo restores); null: no such turn. */
+  readonly lastTurn: readonly TurnTouch[] | null;
+  /** The blob of a media reference of the project (null: none, e.g. a sequence), for tools that read the media itself. */
+  readonly blobOf: (ref: string) => string | null;
 };
 
 /** The tools a turn offers the model, by name (a Map: a model's tool name is its input). */

@@ -1,4 +1,5 @@
 import { decideNext } from '../../../lib/app/command-handler';
+import { modelCompositionOf } from '../../../lib/domain/agent/apply-edit';
 import type { CompositionEdit, ModelComposition, PlannedChange, ProjectModel } from '../../../lib/domain/agent/edits';
 import { compositionDecider, type CompositionCommand, type CompositionState } from '../../../lib/domain/composition';
 import type { RevisionChange } from '../../../lib/domain/conversation';
@@ -14,10 +15,8 @@ import { DEFAULT_SIZE } from '../import/compose';
  * decided at once on the states the turn holds, so the next call sees them, but nothing is
  * written: `appends()` is every append of the turn, each expecting the stream revision the turn
  * read, so a composition another writer moved meanwhile makes the whole commit fail (and the turn
- * is planned again), never a mixture. The changes become today's composition commands: a cut of
- * several ranges is several `CutRange`s, latest first so the earlier ranges keep their times.
- * The composition events of issue 20 (one event cutting many ranges, delete, audio settings,
- * revert by revision) slot in at `commandsOf` and are refused here until they exist.
+ * is planned again), never a mixture. Each edit is the composition's `ApplyEdits`: one event per
+ * edit (a cut of many ranges is one event), planned on a revision.
  */
 export interface TurnEdits {
   /** Plans one tool call's changes on top of the earlier ones, all or none; resolves the project model as it then is. */
@@ -85,10 +84,8 @@ export async function startTurnEdits(deps: TurnEditsDeps, model: ProjectModel): 
     }
     const h = draft.get(change.composition_id);
     if (!h) throw invalidInput(`composition ${change.composition_id} is not a composition of the project`);
-    draft.set(
-      change.composition_id,
-      commandsOf(change.edit, deps.now()).reduce((s, cmd) => decideComposition(s, change.composition_id, cmd), h),
-    );
+    if (h.revision === null) throw invalidInput(`composition ${change.composition_id} does not exist yet`);
+    draft.set(change.composition_id, decideComposition(h, change.composition_id, applyEdit(change.edit, h.revision, deps.now())));
     return p;
   }
 
@@ -110,36 +107,17 @@ export async function startTurnEdits(deps: TurnEditsDeps, model: ProjectModel): 
   };
 }
 
-/** Today's composition commands for one edit; what needs the composition events of issue 20 is refused. */
-function commandsOf(edit: CompositionEdit, now: string): CompositionCommand[] {
-  switch (edit.kind) {
-    case 'cut':
-      // Latest range first: cutting it leaves the times of the earlier ranges as they were.
-      // (Issue 20's one-event cut of many ranges replaces this.)
-      return [...edit.ranges].sort((a, b) => b.from - a.from).map((r) => ({ type: 'CutRange', from: r.from, to: r.to, now }));
-    case 'keep':
-      return [{ type: 'KeepRange', from: edit.from, to: edit.to, now }];
-    case 'rename':
-      return [{ type: 'Rename', name: edit.name, now }];
-    case 'add_markers':
-      return edit.markers.map((m) => ({ type: 'AddMarker', time: m.time, label: m.label, now }));
-    case 'revert':
-      return [{ type: 'Revert', to_revision: edit.to_revision, now }];
-    case 'set_audio':
-    case 'delete':
-      throw new AppError(
-        'unprocessable_entity',
-        `this service cannot ${edit.kind === 'delete' ? 'delete compositions' : 'set audio enhancement'} yet`,
-        {
-          retriable: false,
-        },
-      );
-    default: {
-      const unknown: never = edit;
-      throw invalidInput(`unknown edit ${JSON.stringify(unknown)}`);
-    }
-  }
-}
+/**
+ * One tool call's edit of a composition, decided on the state the turn holds: planned on its
+ * revision there (the turn's earlier edits of it included), so the decider refuses nothing the
+ * turn itself moved, and the appends expect the revision the turn read.
+ */
+const applyEdit = (edit: CompositionEdit, plannedOn: number, now: string): CompositionCommand => ({
+  type: 'ApplyEdits',
+  edits: [edit],
+  planned_on: plannedOn,
+  now,
+});
 
 /** The project model after the held states: compositions in project order, each at its planned revision. */
 function modelOf(model: ProjectModel, held: ReadonlyMap<string, Held>, project: ProjectHeld): ProjectModel {
@@ -149,18 +127,8 @@ function modelOf(model: ProjectModel, held: ReadonlyMap<string, Held>, project: 
   const compositions: ModelComposition[] = [];
   for (const id of order) {
     const h = held.get(id);
-    const was = model.compositions.find((c) => c.composition_id === id);
-    if (!h?.state.exists) continue;
-    const s = h.state;
-    compositions.push({
-      composition_id: id,
-      short_id: s.short_id,
-      name: s.name,
-      revision: h.revision!,
-      clips: s.clips,
-      markers: s.markers,
-      audio: was?.audio ?? { loudness_lufs: null, noise_reduction: false },
-    });
+    const c = h && modelCompositionOf(h.state);
+    if (c) compositions.push({ ...c, revision: h.revision! });
   }
   return { ...model, compositions };
 }

@@ -15,7 +15,8 @@ import { commitTurn } from './commit';
 import { turnMessages } from './messages';
 import { projectModelLoader } from './project-model';
 import { startTurnEdits, type TurnEdits } from './turn-edits';
-import type { Toolset } from './toolset';
+import { turnToolContext } from './tool-context';
+import type { ToolContext, Toolset } from './toolset';
 
 /**
  * One agent turn (issue 20 item 4): reserve the most the turn may cost, read the project and the
@@ -59,12 +60,18 @@ export async function runTurn(deps: AgentWorkDeps, ctx: Ctx): Promise<WorkOutcom
     metadata: { partition_key: projectId, drive_id: ctx.job.drive_id, causation_id: ctx.job.job_id },
   };
   const edits = await startTurnEdits({ on: deps.on, ...write, now: () => deps.clock.now().toISOString(), jobId: ctx.job.job_id }, model);
+  const tools = {
+    ...(await turnToolContext(deps, projectId, conversation.turns)),
+    composition_id: request.composition_id,
+    signal: ctx.signal,
+  };
 
   const turn = await converse(
     deps,
     ctx,
     model,
     edits,
+    tools,
     turnMessages(model, request.composition_id, conversation.turns, request.prompt),
     budget,
   );
@@ -147,6 +154,7 @@ async function converse(
   ctx: Ctx,
   start: ProjectModel,
   edits: TurnEdits,
+  toolContext: ToolContext,
   messages: TurnMessage[],
   budget: Budget,
 ): Promise<TurnOutcome> {
@@ -169,7 +177,7 @@ async function converse(
         return { response: capped(stopped.trim(), RESPONSE_MAX), calls };
       }
       await ctx.progress(`running ${call.name}`, ((step + 0.5) / MAX_STEPS) * 90);
-      const ran = await runTool(deps, ctx, model, edits, call);
+      const ran = await runTool(deps, toolContext, model, edits, call);
       model = ran.model;
       if (ran.summary) summaries.push(ran.summary);
       calls.push({
@@ -201,12 +209,12 @@ const describe = (summaries: readonly string[]) => (summaries.length > 0 ? summa
 const REFUSALS = new Set(['invalid_input', 'not_found', 'unprocessable_entity']);
 
 /** One tool call: its changes planned (all or none), and its result as the model reads it. A refusal is a result, not a failure. */
-async function runTool(deps: AgentWorkDeps, ctx: Ctx, model: ProjectModel, edits: TurnEdits, call: ToolCall) {
+async function runTool(deps: AgentWorkDeps, toolContext: ToolContext, model: ProjectModel, edits: TurnEdits, call: ToolCall) {
   const tool = deps.agent.toolset.get(call.name);
   if (!tool) return { model, summary: null, result: JSON.stringify({ error: `there is no tool named ${call.name}` }) };
   let changes: readonly PlannedChange[];
   try {
-    const outcome = await tool.run(model, call.arguments, { composition_id: ctx.job.request.composition_id, signal: ctx.signal });
+    const outcome = await tool.run(model, call.arguments, toolContext);
     changes = outcome.changes;
     const next = edits.plan(changes);
     return {

@@ -1,0 +1,216 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createReadStream, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { resolveFfmpegPaths } from '../../lib/adapters/ffmpeg/binaries';
+import { createFfmpegSilenceDetector } from '../../lib/adapters/ffmpeg/silence';
+import { createDrive } from '../../lib/app/admin';
+import { handleCommand } from '../../lib/app/command-handler';
+import { storeTranscript } from '../../lib/app/transcripts';
+import { compositionDecider } from '../../lib/domain/composition';
+import type { Word } from '../../lib/domain/edl';
+import type { DomainEvent } from '../../lib/domain/events';
+import { shortIdOf, streams } from '../../lib/domain/ids';
+import { editingToolset } from '../../services/processors/agent/editing-tools';
+import { startHarness, type Harness } from '../fixtures/harness';
+
+/**
+ * Issue 20 end to end on the engine: prompts through `POST /v1/jobs/agent` run by the builtin
+ * model with the real editing tools, the composition events and the turn's commit, one
+ * conversation after another. The recording is a real WAV made by ffmpeg (tone, 3 s of silence,
+ * tone), so the silence tool measures it with ffmpeg; its transcript is a stored one whose words
+ * fall on the tones.
+ */
+describe('agent edits: the builtin model and the editing tools on real compositions', function () {
+  this.timeout(120_000);
+  let h: Harness;
+  let drive: Awaited<ReturnType<typeof createDrive>>;
+  let projectId: string;
+  let compositionId: string;
+  let conversationId: string | undefined;
+  const T = '2026-01-01T00:00:00.000Z';
+  const word = (text: string, start: number, end: number): Word => ({ text, start, end, confidence: 0.9, speaker: null });
+  const WORDS = [
+    word('so', 0.2, 0.5),
+    word('um', 1, 1.4),
+    word('we', 1.5, 1.7),
+    word('ship', 1.8, 2.2),
+    word('uh', 3, 3.3),
+    word('today', 3.5, 3.9),
+    word('the', 7.2, 7.4),
+    word('price', 7.5, 8),
+  ];
+
+  /** A 10 s recording: a tone until 4 s, silence until 7 s, a tone until 10 s. */
+  async function recording(): Promise<string> {
+    const file = join(mkdtempSync(join(tmpdir(), 'agent-edits-')), 'talk.wav');
+    const tone = (d: number) => ['-f', 'lavfi', '-i', `sine=frequency=440:sample_rate=16000:duration=${d}`];
+    const quiet = (d: number) => ['-f', 'lavfi', '-i', `aevalsrc=0:s=16000:d=${d}`];
+    await promisify(execFile)(resolveFfmpegPaths().ffmpeg, [
+      ...['-hide_banner', '-loglevel', 'error', '-y', ...tone(4), ...quiet(3), ...tone(3)],
+      ...['-filter_complex', '[0:a][1:a][2:a]concat=n=3:v=0:a=1', file],
+    ]);
+    return file;
+  }
+
+  before(async () => {
+    const silences = (blobs: Harness['processorDeps']['blobs']) =>
+      createFfmpegSilenceDetector({ ffmpegPath: resolveFfmpegPaths().ffmpeg, blobs, cacheDir: mkdtempSync(join(tmpdir(), 'silences-')) });
+    h = await startHarness({
+      agent: { toolset: editingToolset({ silences: { detect: (key, o) => silences(h.processorDeps.blobs).detect(key, o) } }) },
+    });
+    drive = await createDrive(h.admin, { name: 'Editing drive', credits: 1000 });
+    ({ projectId, compositionId } = await seedProject());
+  });
+  after(() => h.close());
+
+  async function seedProject(): Promise<{ projectId: string; compositionId: string }> {
+    const project = randomUUID();
+    const composition = randomUUID();
+    const write = { newId: randomUUID, metadata: { partition_key: project } };
+    const blobKey = `${drive.drive_id}/${project}/talk`;
+    await h.processorDeps.blobs.put(blobKey, createReadStream(await recording()));
+    const stored = await storeTranscript(h.processorDeps.blobs, WORDS);
+    const common = { project_id: project, job_id: null as unknown as string };
+    const events: DomainEvent[] = [
+      {
+        type: 'ProjectCreated',
+        data: {
+          ...{ project_id: project, drive_id: drive.drive_id, name: 'Talk', folder_path: null, team_access: 'none' },
+          ...{ created_by: 'seed', job_id: null, created_at: T },
+        } as never,
+      },
+      {
+        type: 'MediaImported',
+        data: {
+          ...common,
+          ...{ ref: 'talk.wav', asset_id: null, media_type: 'audio', duration_seconds: 10, blob_key: blobKey, size_bytes: 1000 },
+          ...{ has_audio: true, has_video: false, source_url: null, language: 'en', tracks: null, imported_at: T },
+        },
+      },
+      {
+        type: 'MediaTranscribed',
+        data: {
+          ...common,
+          ...{ ref: 'talk.wav', transcript_key: stored.key, sha256: stored.sha256, word_count: WORDS.length },
+          ...{ language: 'en', transcriber: 'test', transcribed_at: T },
+        },
+      },
+      {
+        type: 'CompositionAdded',
+        data: {
+          project_id: project,
+          composition_id: composition,
+          short_id: shortIdOf(composition),
+          name: 'Main',
+          origin: `${project}#0`,
+          created_at: T,
+        },
+      },
+    ];
+    const appended = await h.store.append(
+      streams.project(project),
+      events.map((e) => ({ id: randomUUID(), type: e.type, data: e.data as never, metadata: write.metadata })),
+      'no_stream',
+    );
+    assert.ok(appended.ok, JSON.stringify(appended));
+    await handleCommand(
+      h.store,
+      streams.composition(composition),
+      compositionDecider,
+      {
+        type: 'CreateComposition',
+        composition: {
+          ...{ project_id: project, composition_id: composition, short_id: shortIdOf(composition), name: 'Main' },
+          ...{ clips: [{ media: 'talk.wav', in: 0, out: 10 }], width: 1920, height: 1080, origin: `${project}#0` },
+        },
+        now: T,
+      },
+      write,
+    );
+    return { projectId: project, compositionId: composition };
+  }
+
+  /** One prompt of the conversation, waited for until stopped; the job's result. */
+  async function prompt(text: string): Promise<Record<string, any>> {
+    const res = await h.http
+      .post('/v1/jobs/agent')
+      .set(h.auth(drive.token))
+      .send({ prompt: text, project_id: projectId, ...(conversationId && { conversation_id: conversationId }) });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    conversationId = res.body.conversation_id;
+    const job = (await h.waitForJob(res.body.job_id, undefined, 60_000, drive.token)) as Record<string, any>;
+    assert.equal(job.job_state, 'stopped', JSON.stringify(job));
+    assert.equal(job.result.status, 'success', JSON.stringify(job.result));
+    return job.result;
+  }
+  const main = async () => {
+    const res = await h.http.get(`/v1/projects/${projectId}/compositions/${compositionId}/transcript`).set(h.auth(drive.token));
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return res.body as { duration: number; text: string; revision: number };
+  };
+  const detail = async () => (await h.http.get(`/v1/projects/${projectId}`).set(h.auth(drive.token))).body;
+
+  it('removes filler words: one event, shorter by exactly their spans, charged by the cost class, said concretely', async () => {
+    const result = await prompt('remove filler words');
+    assert.equal(result.project_changed, true);
+    assert.equal(result.ai_credits_used, 3, 'auto is charged at medium whichever model runs: 2 for the turn, 1 for its one tool call');
+    assert.equal(result.resolved_model, 'auto');
+    assert.match(result.agent_response, /Removed 2 filler words \(0\.7 s\) from Main/);
+    const now = await main();
+    assert.equal(now.duration, 9.3);
+    assert.equal(now.text, 'so we ship today the price');
+    assert.equal(now.revision, 1, 'the whole turn is one event');
+  });
+
+  it('undoes that turn exactly', async () => {
+    const result = await prompt('undo that');
+    assert.equal(result.project_changed, true);
+    const now = await main();
+    assert.equal(now.duration, 10);
+    assert.equal(now.text, 'so um we ship uh today the price');
+  });
+
+  it('cuts silences measured with ffmpeg in the recording itself', async () => {
+    const result = await prompt('cut silences longer than 2 seconds');
+    assert.equal(result.project_changed, true, result.agent_response);
+    const { duration } = await main();
+    assert.ok(Math.abs(duration - 7) < 0.1, `the 3 s silence is cut: ${duration} s left`);
+  });
+
+  it('renames, sets the audio, and answers a prompt it cannot read without changing anything', async () => {
+    await prompt('rename this composition to Intro');
+    assert.equal((await detail()).compositions[0].name, 'Intro');
+    await prompt('enhance the audio');
+    const last = (await h.store.readStream(streams.composition(compositionId))).at(-1)!;
+    assert.deepEqual([last.type, last.data.loudness_lufs, last.data.noise_reduction], ['CompositionAudioSet', -16, true]);
+    const unread = await prompt('make it sound like a jazz record');
+    assert.equal(unread.project_changed, false);
+    assert.match(unread.agent_response, /remove filler words/i);
+  });
+
+  it('keeps every turn on the conversation, with the revisions each changed', async () => {
+    const res = await h.http.get(`/v1/projects/${projectId}/conversations/${conversationId}`).set(h.auth(drive.token));
+    assert.equal(res.status, 200);
+    const turns = res.body.turns as { prompt: string; project_changed: boolean; revisions: { before: number; after: number }[] }[];
+    assert.deepEqual(
+      turns.map((t) => [t.prompt, t.project_changed]),
+      [
+        ['remove filler words', true],
+        ['undo that', true],
+        ['cut silences longer than 2 seconds', true],
+        ['rename this composition to Intro', true],
+        ['enhance the audio', true],
+        ['make it sound like a jazz record', false],
+      ],
+    );
+    // One event per turn that changed something; undo is a revert, itself one more revision.
+    assert.deepEqual(
+      turns.map((t) => t.revisions.map((r) => [r.before, r.after])),
+      [[[0, 1]], [[1, 2]], [[2, 3]], [[3, 4]], [[4, 5]], []],
+    );
+  });
+});
