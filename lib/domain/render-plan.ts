@@ -230,14 +230,7 @@ export type PathOf = (blob: string) => string;
  * clip whose media is not in `spec.media`: the caller checks the composition first.
  */
 export function planRender(spec: RenderSpec, pathOf: PathOf, whitelist: string, output: string): RenderPlan {
-  const mediaOf = (ref: string): RenderMedia => {
-    const m = spec.media.get(ref);
-    if (!m) throw new Error(`the composition names media "${ref}" that the render was not given`);
-    return m;
-  };
-  const used = spec.clips.flatMap((c) => sourcesOf(mediaOf(c.media)));
-  const frame = spec.mediaType === 'Video' ? outputFrame(spec, used) : null;
-  const lengths = clipLengths(spec.clips, frame);
+  const { frame, lengths, durationSeconds, mediaOf } = layout(spec);
   const built: Built = { inputs: [], chains: [] };
   spec.clips.forEach((c, i) => {
     const m = mediaOf(c.media);
@@ -258,12 +251,29 @@ export function planRender(spec: RenderSpec, pathOf: PathOf, whitelist: string, 
       ...['-map', '[a]', '-c:a', 'aac', '-b:a', '192k', '-ar', String(SAMPLE_RATE), '-ac', '2'],
       ...['-map_metadata', '-1', '-movflags', '+faststart', '-f', frame ? 'mp4' : 'ipod', '-y', output],
     ],
-    durationSeconds: frame
-      ? lengths.reduce((sum, l) => sum + l.frames, 0) / frame.rate
-      : lengths.reduce((sum, l) => sum + l.samples, 0) / SAMPLE_RATE,
+    durationSeconds,
     ...(frame && { width: frame.width, height: frame.height, frameRate: frame.rateText }),
   };
 }
+
+/** The output's frame, each clip's length in frames and samples, and the duration they make. */
+function layout(spec: RenderSpec) {
+  const mediaOf = (ref: string): RenderMedia => {
+    const m = spec.media.get(ref);
+    if (!m) throw new Error(`the composition names media "${ref}" that the render was not given`);
+    return m;
+  };
+  const used = spec.clips.flatMap((c) => sourcesOf(mediaOf(c.media)));
+  const frame = spec.mediaType === 'Video' ? outputFrame(spec, used) : null;
+  const lengths = clipLengths(spec.clips, frame);
+  const durationSeconds = frame
+    ? lengths.reduce((sum, l) => sum + l.frames, 0) / frame.rate
+    : lengths.reduce((sum, l) => sum + l.samples, 0) / SAMPLE_RATE;
+  return { frame, lengths, durationSeconds, mediaOf };
+}
+
+/** Seconds the render of `spec` lasts, without planning it: what a cached render is said to last. */
+export const renderDuration = (spec: RenderSpec): number => layout(spec).durationSeconds;
 
 /**
  * What identifies a render's output: the clips, the sources (by blob: a blob never changes) and

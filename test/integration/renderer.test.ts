@@ -6,8 +6,11 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { resolveFfmpegPaths } from '../../lib/adapters/ffmpeg/binaries';
 import { createFfmpegRenderer } from '../../lib/adapters/ffmpeg/renderer';
+import { createLocalBlobStore } from '../../lib/adapters/local/blob-store';
+import { renderCached } from '../../lib/app/render-cache';
 import type { Clip } from '../../lib/domain/edl';
 import type { RenderMedia, RenderSpec } from '../../lib/domain/render-plan';
+import type { Renderer } from '../../lib/ports/renderer';
 import { waitFor } from '../fixtures/wait';
 
 const run = promisify(execFile);
@@ -301,5 +304,47 @@ describe('ffmpeg Renderer (real ffmpeg)', function () {
     await assert.rejects(rendering, /cancelled|abort/i);
     assert.deepEqual(processesMentioning(cancelDir), [], 'no ffmpeg left running');
     assert.deepEqual(readdirSync(cancelDir), [], 'no file left behind');
+  });
+});
+
+describe('render cache on the local blob store (real ffmpeg)', function () {
+  this.timeout(120_000);
+  let dir: string;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'render-cache-'));
+    mkdirSync(join(dir, 'drive', 'project'), { recursive: true });
+    await make(
+      ['-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=16000:duration=3', '-c:a', 'pcm_s16le', '-f', 'wav'],
+      join(dir, 'drive', 'project', 'voice'),
+    );
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('renders once per clips, sources and settings: the same spec again reuses the blob and runs no ffmpeg', async () => {
+    const blobs = createLocalBlobStore({ root: dir });
+    const real = createFfmpegRenderer({ ffmpegPath: ffmpeg, blobs });
+    let runs = 0;
+    const renderer: Renderer = { render: (...args) => (runs++, real.render(...args)) };
+    const scope = { driveId: 'drive', projectId: 'project' };
+    const spec: RenderSpec = {
+      clips: [{ media: 'voice.wav', in: 0.5, out: 2 }],
+      media: new Map([['voice.wav', { blob: 'drive/project/voice', kind: 'audio', hasAudio: true }]]),
+      mediaType: 'Audio',
+      frame: { width: 16, height: 9 },
+    };
+    const first = await renderCached({ renderer, blobs }, scope, spec);
+    const again = await renderCached({ renderer, blobs }, scope, spec);
+    assert.deepEqual([first.cached, again.cached, runs], [false, true, 1]);
+    assert.equal(again.blobKey, first.blobKey);
+    assert.equal(again.durationSeconds, first.durationSeconds);
+    assert.ok(Math.abs((await durationOf(blobs.localPath(first.blobKey))) - 1.5) <= 0.03);
+    const louder = await renderCached({ renderer, blobs }, scope, { ...spec, audio: { loudness_lufs: -16 } });
+    assert.deepEqual([louder.cached, runs], [false, 2]);
+    assert.notEqual(louder.blobKey, first.blobKey);
+    assert.deepEqual(
+      readdirSync(join(dir, 'drive', 'project')).filter((f) => f.startsWith('.')),
+      [],
+      'no temporary file left',
+    );
   });
 });

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { rename, stat, unlink } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { mkdir, rename, stat, unlink } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { AppError } from '../../domain/errors';
 import { READABLE_DEMUXERS } from '../../domain/media-formats';
@@ -32,9 +32,12 @@ export function createFfmpegRenderer(options: {
       if (spec.clips.length === 0)
         throw new AppError('unprocessable_entity', 'the composition has no clips to render', { retriable: false });
       const target = resolve(output);
-      const temporary = `${target}.${randomBytes(6).toString('hex')}.part`;
+      // Hidden, as the blob store's own temporary files: never a name a blob key can take.
+      const temporary = join(dirname(target), `.${basename(target)}.${randomBytes(6).toString('hex')}.part`);
       const plan = planRender(spec, (blob) => resolve(options.blobs.localPath(blob)), READABLE_DEMUXERS.join(','), temporary);
       const progress = progressReader(plan.durationSeconds, onProgress);
+      // Private like the blob store's own folders: renders are users' media.
+      await mkdir(dirname(target), { recursive: true, mode: 0o700 });
       try {
         const run = await streamProcess(options.ffmpegPath, plan.args, {
           timeoutMs,
