@@ -131,11 +131,20 @@ function input(path: string, whitelist: string, from: number, seconds: number | 
   return [...seek, ...length, '-format_whitelist', whitelist, '-i', path];
 }
 
-function videoChain(label: string, frame: Frame, frames: number, delaySeconds: number): string {
-  const fit = `scale=${frame.width}:${frame.height}:force_original_aspect_ratio=decrease,pad=${frame.width}:${frame.height}:(ow-iw)/2:(oh-ih)/2:black`;
+/** A source decoded at the frame's size needs no scaling (ffmpeg turns pictures upright as it decodes). */
+const fillsFrame = (s: RenderSource, frame: Frame): boolean => {
+  const size = shownSize(s);
+  return size !== null && size.w === frame.width && size.h === frame.height;
+};
+
+/** `fits`: the pictures are already the frame's size (a source that fills it, the black of an audio clip). */
+function videoChain(label: string, frame: Frame, frames: number, delaySeconds: number, fits: boolean): string {
+  const fit = fits
+    ? ''
+    : `scale=${frame.width}:${frame.height}:force_original_aspect_ratio=decrease,pad=${frame.width}:${frame.height}:(ow-iw)/2:(oh-ih)/2:black,`;
   // A picture shorter than its clip (a still, a video whose sound runs longer) holds its last frame.
   const start = delaySeconds > 0 ? `,tpad=start_duration=${secs(delaySeconds)}:start_mode=add:color=black` : '';
-  return `${label}setpts=PTS-STARTPTS,${fit},setsar=1,format=yuv420p,fps=${frame.rateText}${start},tpad=stop=-1:stop_mode=clone,trim=end_frame=${frames},setpts=PTS-STARTPTS`;
+  return `${label}setpts=PTS-STARTPTS,${fit}setsar=1,format=yuv420p,fps=${frame.rateText}${start},tpad=stop=-1:stop_mode=clone,trim=end_frame=${frames},setpts=PTS-STARTPTS`;
 }
 
 const AUDIO_FORMAT = `aresample=${SAMPLE_RATE},aformat=sample_fmts=fltp:sample_rates=${SAMPLE_RATE}:channel_layouts=stereo`;
@@ -160,7 +169,7 @@ function sourceClip(
   } else b.inputs.push(input(pathOf(s.blob), whitelist, c.in, c.out - c.in));
   if (frame) {
     const picture = s.kind === 'audio' ? `color=c=black:s=${frame.width}x${frame.height}:r=${frame.rateText},` : `[${idx}:v:0]`;
-    b.chains.push(`${videoChain(picture, frame, n.frames, 0)}[v${i}]`);
+    b.chains.push(`${videoChain(picture, frame, n.frames, 0, s.kind === 'audio' || fillsFrame(s, frame))}[v${i}]`);
   }
   b.chains.push(
     s.hasAudio && s.kind !== 'image'
@@ -198,11 +207,11 @@ function sequenceClip(
     }
     if (frame && !picture && t.source.kind === 'video') {
       picture = true;
-      b.chains.push(`${videoChain(`[${idx}:v:0]`, frame, n.frames, delay)}[v${i}]`);
+      b.chains.push(`${videoChain(`[${idx}:v:0]`, frame, n.frames, delay, fillsFrame(t.source, frame))}[v${i}]`);
     }
   }
   if (frame && !picture)
-    b.chains.push(`${videoChain(`color=c=black:s=${frame.width}x${frame.height}:r=${frame.rateText},`, frame, n.frames, 0)}[v${i}]`);
+    b.chains.push(`${videoChain(`color=c=black:s=${frame.width}x${frame.height}:r=${frame.rateText},`, frame, n.frames, 0, true)}[v${i}]`);
   // amix divides by its input count; every input lasts the same, so `volume` gives back the plain sum.
   if (mixed.length === 0) b.chains.push(`${silence(n.samples)}[a${i}]`);
   else if (mixed.length === 1) b.chains.push(`${mixed[0]}anull[a${i}]`);

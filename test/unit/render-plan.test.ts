@@ -85,6 +85,22 @@ describe('render plan', () => {
       assert.ok(Math.abs(p.durationSeconds - 5) <= 1001 / 30000);
     });
 
+    it('scales and pads only pictures that are not already the frame’s size', () => {
+      const graph = graphOf(
+        plan(
+          spec({
+            clips: [
+              { media: 'hd', in: 0, out: 1 },
+              { media: 'small', in: 0, out: 1 },
+            ],
+          }),
+        ).args,
+      );
+      const [first, second] = graph.split(';').filter((chain) => /\[v\d\]$/.test(chain));
+      assert.doesNotMatch(first, /scale=|,pad=/);
+      assert.match(second, /scale=1920:1080:force_original_aspect_ratio=decrease,pad=1920:1080:\(ow-iw\)\/2:\(oh-ih\)\/2:black/);
+    });
+
     it('puts an audio-only clip over black in Video and gives a picture-only clip silence', () => {
       const mute: RenderSource = { ...hd, blob: 'd/p/mute', hasAudio: false };
       const s = spec({
