@@ -10,6 +10,7 @@ import { measureReplay } from './replay';
 import { measureSearch } from './search';
 import { measureWebhooks } from './webhooks';
 import { measureEngine, type EngineFigures } from './engine';
+import { measureRender, renderRows } from './render';
 
 /**
  * `npm run bench`: every figure is a ratio against a baseline measured in the same run on the
@@ -36,7 +37,7 @@ import { measureEngine, type EngineFigures } from './engine';
  * jobs polled in (b); the rest are read once each for the first-read figure), BENCH_JOBS (5000
  * finished jobs seeded for replay), BENCH_LOG_LEVEL (info, as in production), BENCH_PROFILE=1
  * (then CPU profiles of both services under their load), BENCH_ONLY (the phases to run, as
- * letters: `ab` for the HTTP figures alone).
+ * letters: `ab` for the HTTP figures alone; `g` the render figure alone, see bench/render.ts).
  */
 
 const num = (name: string, fallback: number) => {
@@ -195,7 +196,19 @@ function engineRows(f: EngineFigures, met: Record<string, boolean>, lagP99: numb
   ];
 }
 
+/** (g) alone: render time against one hand-written ffmpeg command (bench/render.ts); no services needed. */
+async function render(): Promise<boolean> {
+  phase('(g) render: a 60 s 1080p composition (three clips, two sources, two cuts) against one hand-written ffmpeg command');
+  const rows = renderRows(await measureRender());
+  printTable(rows);
+  return rows.every((r) => r.met !== false);
+}
+
 async function main() {
+  if (ONLY === 'g') {
+    await render();
+    return;
+  }
   if (ONLY === 'f') {
     await build();
     await engine();
@@ -421,6 +434,7 @@ async function main() {
     };
     console.log(`\nsummary: ${JSON.stringify(summary)}`);
     if (runs('f')) await engine();
+    if (runs('g')) await render();
   } finally {
     for (const s of started.reverse()) await stop(s);
     rmSync(dataDir, { recursive: true, force: true });
