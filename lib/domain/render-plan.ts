@@ -120,7 +120,15 @@ function clipLengths(clips: readonly Clip[], frame: Frame | null): { frames: num
   }));
 }
 
-type Built = { inputs: string[][]; chains: string[] };
+/** What the clips are planned into, and what planning each reads. */
+type Planning = {
+  readonly inputs: string[][];
+  readonly chains: string[];
+  readonly pathOf: PathOf;
+  readonly whitelist: string;
+  readonly frame: Frame | null;
+};
+type Length = { readonly frames: number; readonly samples: number };
 
 const secs = (n: number): string => n.toFixed(6).replace(/\.?0+$/, '') || '0';
 
@@ -152,16 +160,8 @@ const AUDIO_FORMAT = `aresample=${SAMPLE_RATE},aformat=sample_fmts=fltp:sample_r
 const exactly = (samples: number) => `apad,atrim=end_sample=${samples},asetpts=PTS-STARTPTS`;
 const silence = (samples: number) => `anullsrc=r=${SAMPLE_RATE}:cl=stereo,${exactly(samples)}`;
 
-function sourceClip(
-  b: Built,
-  c: Clip,
-  s: RenderSource,
-  pathOf: PathOf,
-  whitelist: string,
-  frame: Frame | null,
-  n: { frames: number; samples: number },
-  i: number,
-) {
+function sourceClip(b: Planning, c: Clip, s: RenderSource, n: Length, i: number) {
+  const { pathOf, whitelist, frame } = b;
   const idx = b.inputs.length;
   if (s.kind === 'image') {
     if (!frame) return void b.chains.push(`${silence(n.samples)}[a${i}]`);
@@ -182,22 +182,17 @@ function sourceClip(
  * A sequence clip [in, out) in sequence time: every track sounding then, delayed or seeked by its
  * offset, mixed; the picture is the first video track's, black until it starts.
  */
-function sequenceClip(
-  b: Built,
-  c: Clip,
-  m: Extract<RenderMedia, { kind: 'sequence' }>,
-  pathOf: PathOf,
-  whitelist: string,
-  frame: Frame | null,
-  n: { frames: number; samples: number },
-  i: number,
-) {
+function sequenceClip(b: Planning, c: Clip, m: Extract<RenderMedia, { kind: 'sequence' }>, n: Length, i: number) {
+  const { pathOf, whitelist, frame } = b;
   const length = c.out - c.in;
   const playing = m.tracks.filter((t) => t.offset < c.out && t.source.kind !== 'image');
   const mixed: string[] = [];
   let picture = false;
   for (const t of playing) {
     const delay = Math.max(0, t.offset - c.in);
+    const shown = frame !== null && !picture && t.source.kind === 'video';
+    // A track with neither sound to mix nor the picture to show is not opened.
+    if (!t.source.hasAudio && !shown) continue;
     const idx = b.inputs.length;
     b.inputs.push(input(pathOf(t.source.blob), whitelist, Math.max(0, c.in - t.offset), length - delay));
     if (t.source.hasAudio) {
@@ -205,7 +200,7 @@ function sequenceClip(
       b.chains.push(`[${idx}:a:0]${AUDIO_FORMAT},asetpts=PTS-STARTPTS,adelay=${ms}|${ms},${exactly(n.samples)}[a${i}t${mixed.length}]`);
       mixed.push(`[a${i}t${mixed.length}]`);
     }
-    if (frame && !picture && t.source.kind === 'video') {
+    if (shown) {
       picture = true;
       b.chains.push(`${videoChain(`[${idx}:v:0]`, frame, n.frames, delay, fillsFrame(t.source, frame))}[v${i}]`);
     }
@@ -240,11 +235,11 @@ export type PathOf = (blob: string) => string;
  */
 export function planRender(spec: RenderSpec, pathOf: PathOf, whitelist: string, output: string): RenderPlan {
   const { frame, lengths, durationSeconds, mediaOf } = layout(spec);
-  const built: Built = { inputs: [], chains: [] };
+  const built: Planning = { inputs: [], chains: [], pathOf, whitelist, frame };
   spec.clips.forEach((c, i) => {
     const m = mediaOf(c.media);
-    if (m.kind === 'sequence') sequenceClip(built, c, m, pathOf, whitelist, frame, lengths[i], i);
-    else sourceClip(built, c, m, pathOf, whitelist, frame, lengths[i], i);
+    if (m.kind === 'sequence') sequenceClip(built, c, m, lengths[i], i);
+    else sourceClip(built, c, m, lengths[i], i);
   });
   const joined = spec.clips.map((_, i) => (frame ? `[v${i}][a${i}]` : `[a${i}]`)).join('');
   built.chains.push(`${joined}concat=n=${spec.clips.length}:v=${frame ? 1 : 0}:a=1${frame ? '[v]' : ''}[joined]`);

@@ -133,6 +133,27 @@ describe('render plan', () => {
       assert.match(graphOf(p.args), /adelay=2000\|2000/);
       assert.match(graphOf(p.args), /amix=inputs=2:duration=longest:dropout_transition=0,volume=2/);
     });
+    it('shows a sequence’s first video track, black until it starts, and opens a silent second camera not at all', () => {
+      const mute = (blob: string): RenderSource => ({ ...hd, blob, hasAudio: false });
+      const sequence: RenderMedia = {
+        kind: 'sequence',
+        tracks: [
+          { source: voice, offset: 0 },
+          { source: mute('d/p/cam1'), offset: 1 },
+          { source: mute('d/p/cam2'), offset: 0 },
+        ],
+      };
+      const s = spec({ clips: [{ media: 'seq', in: 0, out: 4 }] });
+      const p = plan({ ...s, media: new Map([...s.media, ['seq', sequence]]) });
+      assert.deepEqual(
+        seeks(p.args).map(([path]) => path),
+        ['/data/d/p/voice', '/data/d/p/cam1'],
+      );
+      assert.match(
+        graphOf(p.args),
+        /\[1:v:0\]setpts=PTS-STARTPTS,setsar=1,format=yuv420p,fps=25,tpad=start_duration=1:start_mode=add:color=black,/,
+      );
+    });
   });
 
   describe('output', () => {
