@@ -13,6 +13,7 @@ import { measureSearch } from './search';
 import { measureWebhooks } from './webhooks';
 import { measureDownloads } from './downloads';
 import { measureEngine, type EngineFigures } from './engine';
+import { measureRender, renderRows } from './render';
 
 /**
  * `npm run bench`: every figure is a ratio against a baseline measured in the same run on the
@@ -39,7 +40,7 @@ import { measureEngine, type EngineFigures } from './engine';
  * jobs polled in (b); the rest are read once each for the first-read figure), BENCH_JOBS (5000
  * finished jobs seeded for replay), BENCH_LOG_LEVEL (info, as in production), BENCH_PROFILE=1
  * (then CPU profiles of both services under their load), BENCH_ONLY (the phases to run, as
- * letters: `ab` for the HTTP figures alone).
+ * letters: `ab` for the HTTP figures alone; `g` the render figure alone, see bench/render.ts).
  */
 
 const num = (name: string, fallback: number) => {
@@ -236,8 +237,16 @@ async function compositionFold(): Promise<boolean> {
   return true;
 }
 
+/** (i) render time against one hand-written ffmpeg command (bench/render.ts); no services needed. */
+async function render(): Promise<boolean> {
+  phase('(i) render: a 60 s 1080p composition (three clips, two sources, two cuts) against one hand-written ffmpeg command');
+  const rows = renderRows(await measureRender());
+  printTable(rows);
+  return rows.every((r) => r.met !== false);
+}
+
 /** Phases that need nothing of the HTTP figures' set-up: BENCH_ONLY made of these runs them alone. */
-const STANDALONE: Record<string, () => Promise<boolean>> = { f: engine, g: downloads, h: compositionFold };
+const STANDALONE: Record<string, () => Promise<boolean>> = { f: engine, g: downloads, h: compositionFold, i: render };
 
 async function main() {
   if (ONLY && [...ONLY].every((letter) => letter in STANDALONE)) {
@@ -467,6 +476,7 @@ async function main() {
     if (runs('f')) await engine();
     if (runs('g')) await downloads();
     if (runs('h')) await compositionFold();
+    if (runs('i')) await render();
   } finally {
     for (const s of started.reverse()) await stop(s);
     rmSync(dataDir, { recursive: true, force: true });

@@ -45,6 +45,17 @@ export type MediaImported = {
     readonly source_url: string | null;
     readonly language: string | null;
     readonly tracks: readonly SequenceTrack[] | null;
+    /**
+     * What a render needs (issue 21), as probed at import: the picture's stored size, frame rate
+     * and rotation (degrees clockwise), the sound's sample rate and channels. Null when the file
+     * has none (a sequence: its tracks have them); absent on events from before they were stored.
+     */
+    readonly width?: number | null;
+    readonly height?: number | null;
+    readonly frame_rate?: number | null;
+    readonly rotation?: number | null;
+    readonly sample_rate?: number | null;
+    readonly channels?: number | null;
     readonly job_id: string;
     readonly imported_at: string;
   };

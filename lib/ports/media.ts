@@ -19,6 +19,13 @@ export interface ProbeResult extends ProbedMedia {
   readonly hasVideo: boolean;
   readonly width?: number;
   readonly height?: number;
+  /** Frames per second of a video's picture (29.97 for 30000/1001). */
+  readonly frameRate?: number;
+  /** Degrees clockwise the picture is shown turned (0, 90, 180, 270); ffmpeg applies it when decoding. */
+  readonly rotation?: number;
+  /** Of the first audio stream. */
+  readonly sampleRate?: number;
+  readonly channels?: number;
 }
 
 export interface MediaProber {

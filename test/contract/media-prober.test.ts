@@ -44,6 +44,42 @@ describe('MediaProber: ffprobe', () => {
     assert.ok(Math.abs((result.durationSeconds ?? 0) - 1) < 0.1);
   });
 
+  it('reads what a render needs: frame rate, rotation, sample rate and channels', async () => {
+    const result = await prober().probe(await makeTestMedia(dir, 'mp4'));
+    assert.deepEqual(
+      { frameRate: result.frameRate, rotation: result.rotation, sampleRate: result.sampleRate, channels: result.channels },
+      { frameRate: 10, rotation: 0, sampleRate: 16_000, channels: 1 },
+    );
+    const wav = await prober().probe(await makeTestMedia(dir, 'wav'));
+    assert.deepEqual([wav.frameRate, wav.rotation, wav.sampleRate, wav.channels], [undefined, undefined, 16_000, 1]);
+  });
+
+  it('reads a phone video’s rotation, clockwise, as ffmpeg applies it', async () => {
+    const rotated = join(dir, 'rotated.mp4');
+    const { ffmpeg } = resolveFfmpegPaths();
+    const run = promisify(execFile);
+    // Stream copy with a rotation: what a phone held upright writes.
+    await run(ffmpeg, [
+      '-hide_banner',
+      '-loglevel',
+      'error',
+      '-y',
+      '-i',
+      await makeTestMedia(dir, 'silent-mp4'),
+      '-c',
+      'copy',
+      '-metadata:s:v:0',
+      'rotate=90',
+      rotated,
+    ]);
+    // ffmpeg names the display matrix's angle counter-clockwise (old muxers read the tag either way round).
+    const { stderr } = await run(ffmpeg, ['-hide_banner', '-i', rotated]).catch((err: { stderr: string }) => err);
+    const counterClockwise = Number(/displaymatrix: rotation of (-?[\d.]+) degrees/.exec(stderr)?.[1]);
+    assert.ok([90, -90, 270].includes(counterClockwise), stderr);
+    const result = await prober().probe(rotated);
+    assert.deepEqual([result.width, result.height, result.rotation], [160, 120, (360 - counterClockwise) % 360]);
+  });
+
   it('reads an MP4 without audio as video', async () => {
     const result = await prober().probe(await makeTestMedia(dir, 'silent-mp4'));
     assert.equal(result.type, 'video');

@@ -69,6 +69,23 @@ describe('POST /v1/jobs/import/project_media (HTTP, embedded adapters)', functio
     assert.match(compositionId, /^[0-9a-f-]{36}$/);
     assert.equal(job.project_url, `${WEB_URL}/${res.body.project_id}/${compositionId.replace(/-/g, '').slice(0, 5)}`);
     assert.equal(job.project_url, res.body.project_url, 'the 201 named the composition the job made');
+
+    // What a render needs is stored with each file (issue 21): picture size, rate and rotation, sound rate and channels.
+    const { state } = await loadState(h.store, streams.project(res.body.project_id), projectDecider);
+    assert.ok(state.exists);
+    const properties = (ref: string) => {
+      const { width, height, frame_rate, rotation, sample_rate, channels } = state.media.get(ref)!;
+      return { width, height, frame_rate, rotation, sample_rate, channels };
+    };
+    assert.deepEqual(properties('clip.mp4'), { width: 160, height: 120, frame_rate: 10, rotation: 0, sample_rate: 16_000, channels: 1 });
+    assert.deepEqual(properties('voice.wav'), {
+      width: null,
+      height: null,
+      frame_rate: null,
+      rotation: null,
+      sample_rate: 16_000,
+      channels: 1,
+    });
   });
 
   it('names each new project and its import job with a time-ordered UUID (v7), so the stores append instead of scattering', async () => {

@@ -88,6 +88,12 @@ const domainEvents: DomainEvent[] = [
       source_url: null,
       language: 'en',
       tracks: TRACKS,
+      width: 1920,
+      height: 1080,
+      frame_rate: 29.97,
+      rotation: 90,
+      sample_rate: 48_000,
+      channels: 2,
       job_id: JOB,
       imported_at: T,
     },
@@ -359,6 +365,10 @@ describe('Avro codec', () => {
   });
 
   describe('schema evolution', () => {
+    const NO_MEDIA_PROPERTIES = { width: null, height: null, frame_rate: null, rotation: null, sample_rate: null, channels: null };
+    /** MediaImported data as written before the media properties of issue 21. */
+    const withoutMediaProperties = (data: object) =>
+      Object.fromEntries(Object.entries(data).filter(([key]) => !(key in NO_MEDIA_PROPERTIES))) as Record<string, unknown>;
     const dirs: string[] = [];
     const tempDir = () => dirs[dirs.push(mkdtempSync(join(tmpdir(), 'avsc-'))) - 1];
     afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -416,9 +426,17 @@ describe('Avro codec', () => {
     it('reads a MediaImported written before asset ids existed (history v1) as having none', () => {
       const v1Dir = tempDir();
       cpSync(join(SCHEMA_DIR, 'history', 'MediaImported.v1.avsc'), join(v1Dir, 'MediaImported.avsc'));
-      const { asset_id: _a, ...v1Data } = event('MediaImported').data as Record<string, unknown>;
+      const { asset_id: _a, ...v1Data } = withoutMediaProperties(event('MediaImported').data) as Record<string, unknown>;
       const buf = createAvroCodec({ schemaDir: v1Dir }).encode({ ...event('MediaImported'), data: v1Data });
-      assert.deepEqual(codec.decode(buf), { ...event('MediaImported'), data: { ...v1Data, asset_id: null } });
+      assert.deepEqual(codec.decode(buf), { ...event('MediaImported'), data: { ...v1Data, asset_id: null, ...NO_MEDIA_PROPERTIES } });
+    });
+
+    it('reads a MediaImported written before media properties (history v2) as having none', () => {
+      const v2Dir = tempDir();
+      cpSync(join(SCHEMA_DIR, 'history', 'MediaImported.v2.avsc'), join(v2Dir, 'MediaImported.avsc'));
+      const v2Data = withoutMediaProperties(event('MediaImported').data);
+      const buf = createAvroCodec({ schemaDir: v2Dir }).encode({ ...event('MediaImported'), data: v2Data });
+      assert.deepEqual(codec.decode(buf), { ...event('MediaImported'), data: { ...v2Data, ...NO_MEDIA_PROPERTIES } });
     });
 
     it('reads a ProjectCreated written before partner links (history v1) as having no partner', () => {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runProcess, type RunProcessOptions } from '../../lib/adapters/system/child-process';
+import { runProcess, streamProcess, type RunProcessOptions } from '../../lib/adapters/system/child-process';
 import { isGone, waitFor } from '../fixtures/wait';
 
 const node = process.execPath;
@@ -122,5 +122,73 @@ describe('runProcess: one child, settled once, never left running', () => {
       message: /^cannot run the tool: spawn .*no-such-tool ENOENT$/,
     });
     await assert.rejects(runProcess(missing, [], base), { code: 'ENOENT' });
+  });
+});
+
+/** Dead but not yet reaped: an orphan waits for its new parent (this container's init may never reap it). */
+const isZombie = (pid: number): boolean => {
+  try {
+    return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true;
+  }
+};
+
+describe('streamProcess: stdout line by line as it comes, the process group killed on abort', () => {
+  let dir: string;
+  before(() => (dir = mkdtempSync(join(tmpdir(), 'stream-process-'))));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('hands each line over while the child still runs, a last line without newline included', async () => {
+    const seen: string[] = [];
+    let sawFirstWhileRunning = false;
+    const marker = join(dir, 'second-may-go');
+    // The child waits for the test to see its first line before it writes the rest.
+    const script = `const fs = require('fs'); process.stdout.write('one\\nt'); const t = setInterval(() => { if (fs.existsSync(process.argv[1])) { clearInterval(t); process.stdout.write('wo\\nthree'); } }, 10);`;
+    const result = await streamProcess(node, ['-e', script, marker], {
+      ...base,
+      onStdoutLine: (line) => {
+        seen.push(line);
+        if (line === 'one') {
+          sawFirstWhileRunning = true;
+          writeFileSync(marker, '');
+        }
+      },
+    });
+    assert.ok(sawFirstWhileRunning);
+    assert.deepEqual(seen, ['one', 'two', 'three']);
+    assert.equal(result.code, 0);
+  });
+
+  it('on abort kills the child and what it started, and settles only once they are gone', async () => {
+    const pidFile = join(dir, 'grandchild');
+    const controller = new AbortController();
+    // sh starts a grandchild in the same group and waits; both must die.
+    const running = streamProcess('sh', ['-c', `sleep 30 & echo $! > ${pidFile}; echo started; wait`], {
+      ...base,
+      signal: controller.signal,
+      onStdoutLine: (line) => line === 'started' && controller.abort(),
+    });
+    await assert.rejects(running, { name: 'AbortError' });
+    const grandchild = Number(readFileSync(pidFile, 'utf8').trim());
+    await waitFor(() => isGone(grandchild) || isZombie(grandchild), { timeoutMs: 1000, what: 'the grandchild to die' });
+  });
+
+  it('rejects with the caller’s error on timeout, after killing the child', async () => {
+    const running = streamProcess('sh', ['-c', 'echo $$; exec sleep 30'], {
+      timeoutMs: 200,
+      onTimeout: () => new Error('too slow'),
+      onStdoutLine: () => undefined,
+    });
+    await assert.rejects(running, /too slow/);
+  });
+
+  it('maps a missing binary through onSpawnError', async () => {
+    const running = streamProcess(join(dir, 'no-such-tool'), [], {
+      ...base,
+      onStdoutLine: () => undefined,
+      onSpawnError: (err) => new Error(`cannot run: ${(err as NodeJS.ErrnoException).code}`),
+    });
+    await assert.rejects(running, /cannot run: ENOENT/);
   });
 });

@@ -23,6 +23,12 @@ interface FfprobeStream {
   height?: number;
   duration?: string;
   nb_frames?: string;
+  avg_frame_rate?: string;
+  r_frame_rate?: string;
+  sample_rate?: string;
+  channels?: number;
+  tags?: { rotate?: string };
+  side_data_list?: { rotation?: number }[];
   disposition?: { attached_pic?: number };
 }
 interface FfprobeOutput {
@@ -101,7 +107,43 @@ function classify(output: FfprobeOutput): ProbeResult {
     hasVideo,
     ...(durationSeconds !== undefined && { durationSeconds }),
     ...(picture?.width && picture.height && { width: picture.width, height: picture.height }),
+    ...renderProperties(
+      type === 'video' ? picture : undefined,
+      picture,
+      streams.find((s) => s.codec_type === 'audio'),
+    ),
   };
+}
+
+/** What a render needs beyond the size: frame rate (moving pictures only), rotation, and the first audio stream's rate and channels. */
+function renderProperties(moving: FfprobeStream | undefined, picture: FfprobeStream | undefined, audio: FfprobeStream | undefined) {
+  const frameRate = moving && (rate(moving.avg_frame_rate) ?? rate(moving.r_frame_rate));
+  const rotation = picture && rotationOf(picture);
+  const sampleRate = Number(audio?.sample_rate);
+  return {
+    ...(frameRate && { frameRate }),
+    ...(rotation !== undefined && { rotation }),
+    ...(Number.isInteger(sampleRate) && sampleRate > 0 && { sampleRate }),
+    ...(audio?.channels && audio.channels > 0 && { channels: audio.channels }),
+  };
+}
+
+/** "30000/1001" → 29.97; "0/0" (unknown) → undefined. */
+function rate(text: string | undefined): number | undefined {
+  const [num, den] = (text ?? '').split('/').map(Number);
+  const value = den ? num / den : NaN;
+  return Number.isFinite(value) && value > 0 && value <= 1000 ? Math.round(value * 1000) / 1000 : undefined;
+}
+
+/**
+ * Degrees clockwise, 0–270. ffprobe before 5.0 prints the `rotate` tag (clockwise); later ones
+ * only the display matrix's `rotation` (counter-clockwise, so its negative).
+ */
+function rotationOf(stream: FfprobeStream): number | undefined {
+  const tag = Number(stream.tags?.rotate);
+  const matrix = stream.side_data_list?.find((d) => typeof d.rotation === 'number')?.rotation;
+  const clockwise = Number.isFinite(tag) && stream.tags?.rotate !== undefined ? tag : matrix !== undefined ? -matrix : 0;
+  return (((Math.round(clockwise / 90) * 90) % 360) + 360) % 360;
 }
 
 const codecName = (stream: FfprobeStream): string => stream.codec_name ?? 'unknown';

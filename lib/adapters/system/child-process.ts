@@ -93,3 +93,66 @@ function collector(keep: 'head' | 'tail', maxBytes: number) {
     },
   };
 }
+
+export interface StreamProcessOptions extends Omit<RunProcessOptions, 'stdout'> {
+  /** Each complete line of stdout, as it arrives (a long run's progress, not its final output). */
+  onStdoutLine: (line: string) => void;
+}
+
+/**
+ * `runProcess` for a long run whose stdout is read as it comes: each line goes to `onStdoutLine`,
+ * none is kept. The child leads a process group of its own, and on timeout or abort the whole group
+ * is SIGKILLed; the run settles only once the child has exited and its pipes are closed, so when it
+ * rejects nothing of the child can still write a file the caller is about to delete.
+ */
+export function streamProcess(bin: string, args: readonly string[], options: StreamProcessOptions): Promise<ProcessResult> {
+  const { signal } = options;
+  if (signal?.aborted) return Promise.reject(abortError(signal, options.abortMessage));
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', options.stderr ? 'pipe' : 'ignore'], detached: true });
+    const stderr = collector(options.stderr?.keep ?? 'head', options.stderr?.maxBytes ?? 0);
+    let failure: (() => Error) | null = null;
+    let partial = '';
+    const stop = (why: () => Error) => {
+      if (failure) return;
+      failure = why;
+      clearTimeout(timer);
+      killGroup(child.pid);
+    };
+    const onAbort = () => stop(() => abortError(signal, options.abortMessage));
+    const timer = setTimeout(() => stop(options.onTimeout), options.timeoutMs);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (text: string) => {
+      const lines = (partial + text).split('\n');
+      partial = lines.pop() ?? '';
+      if (!failure) for (const line of lines) options.onStdoutLine(line);
+    });
+    child.stderr?.on('data', (chunk: Buffer) => stderr.add(chunk));
+    const settle = (outcome: () => Error | ProcessResult) => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      const value = outcome();
+      if (value instanceof Error) reject(value);
+      else resolve(value);
+    };
+    child.on('error', (err) => {
+      // A child that never started has no 'close' to wait for.
+      if (child.pid === undefined) settle(() => (options.onSpawnError ? options.onSpawnError(err) : err));
+    });
+    child.on('close', (code, exitSignal) => {
+      if (partial && !failure) options.onStdoutLine(partial);
+      settle(failure ?? (() => ({ code, signal: exitSignal, stdout: '', stderr: stderr.text() })));
+    });
+  });
+}
+
+/** SIGKILLs the group `pid` leads (the child and anything it started); a group already gone is fine. */
+function killGroup(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // ESRCH: it exited between our decision and the kill.
+  }
+}

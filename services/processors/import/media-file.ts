@@ -2,6 +2,7 @@ import { storeTranscript } from '../../../lib/app/transcripts';
 import { AppError } from '../../../lib/domain/errors';
 import { acceptMedia } from '../../../lib/domain/media-formats';
 import type { AddMedia, MediaFile } from '../../../lib/domain/project';
+import type { ProbeResult } from '../../../lib/ports/media';
 import type { ImportWorkDeps } from './work';
 import type { JobContext } from '../job-runner';
 
@@ -83,8 +84,21 @@ export async function describeMedia(
       source_url: source.sourceUrl,
       language: transcript?.language ?? source.language,
       tracks: null,
+      ...mediaProperties(probe),
       job_id: ctx.job.job_id,
     },
     transcript,
+  };
+}
+
+/** The properties a render reads (issue 21), null where the file has none. */
+function mediaProperties(probe: ProbeResult) {
+  return {
+    width: probe.width ?? null,
+    height: probe.height ?? null,
+    frame_rate: probe.frameRate ?? null,
+    rotation: probe.width ? (probe.rotation ?? 0) : null,
+    sample_rate: probe.sampleRate ?? null,
+    channels: probe.channels ?? null,
   };
 }
