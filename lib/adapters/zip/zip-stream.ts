@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { crc32 } from 'node:zlib';
+import * as zlib from 'node:zlib';
 
 /**
  * A streamed ZIP archive of stored (uncompressed) files: media is compressed already, and storing
@@ -27,6 +27,21 @@ const MAX16 = 0xffff;
 const FLAGS = 0x0008 | 0x0800; // sizes and CRC in a data descriptor; UTF-8 names
 const DOS_DATE = (0 << 9) | (1 << 5) | 1; // 1980-01-01, the format's first day
 const DOS_TIME = 0;
+
+/** CRC-32 (IEEE) of `bytes` continuing from `crc`: zlib's from Node 20.15, a table before (package.json allows any Node 20). */
+const crc32: (bytes: Buffer, crc: number) => number = (zlib as { crc32?: (b: Buffer, c: number) => number }).crc32 ?? tableCrc32;
+
+const TABLE = Int32Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c;
+});
+
+export function tableCrc32(bytes: Buffer, crc = 0): number {
+  let c = ~crc;
+  for (let i = 0; i < bytes.length; i++) c = TABLE[(c ^ bytes[i]) & 0xff] ^ (c >>> 8);
+  return ~c >>> 0;
+}
 
 type Written = { name: Buffer; crc: number; size: number; offset: number; zip64: boolean };
 
