@@ -7,12 +7,20 @@ import type { Clip, Marker } from '../../lib/domain/edl';
 import { invalidInput, notFound } from '../../lib/domain/errors';
 import { streams } from '../../lib/domain/ids';
 import type { MediaImported } from '../../lib/domain/project';
-import { rateOf, renderTimeline, stableFileNames, type TimelineFormat, type TimelineMedia } from '../../lib/domain/timeline';
+import {
+  rateOf,
+  renderTimeline,
+  stableFileNames,
+  type TimelineFormat,
+  type TimelineInput,
+  type TimelineMedia,
+} from '../../lib/domain/timeline';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
 import type { BlobStore } from '../../lib/ports/blob-store';
 import type { EventStore } from '../../lib/ports/event-store';
 import { COMPOSITIONS } from '../../lib/read-models/compositions';
+import type { ProjectDoc, ProjectMediaEntry } from '../../lib/read-models/projects';
 import { loadProjectView, type CompositionView, type ProjectViewDeps } from './project-view';
 
 /**
@@ -38,26 +46,33 @@ export function mountTimelineExport(v1: Router, deps: TimelineExportDeps): void 
     deps.schemas.assertQuery('timeline-export-query', query);
     const view = await loadProjectView(deps, auth, body.project_id);
     const entry = chosenComposition(view.compositions, body.composition_id);
-    const doc = await deps.read.get(COMPOSITIONS, entry.id);
-    if (!doc) throw notFound(`composition ${entry.id} does not exist in this project`);
-    const stored = await storedMedia(deps.store, view.project.id);
-    const media = timelineMedia(view.project.media, stored, entry.clips);
-    const file = renderTimeline(body.format, {
-      name: entry.name,
-      width: Number(doc.width) || 1920,
-      height: Number(doc.height) || 1080,
-      clips: entry.clips,
-      markers: (doc.markers ?? []) as Marker[],
-      media,
-    });
+    const { input, stored } = await exportInput(deps, view.project, entry.id);
+    const file = renderTimeline(body.format, input);
     ctx.set('X-Composition-Id', entry.id);
-    const base = fileNameOf(entry.name);
+    const base = fileNameOf(input.name);
     if (query.with_media === true)
-      return sendBundle(ctx, deps.blobs, { name: base + file.extension, text: file.text }, media, stored, base);
+      return sendBundle(ctx, deps.blobs, { name: base + file.extension, text: file.text }, input.media, stored, base);
     ctx.attachment(base + file.extension);
     ctx.type = file.contentType;
     ctx.body = file.text;
   });
+}
+
+/** What the timeline is written from: one read of the composition document (clips, markers, name and size of one revision). */
+async function exportInput(deps: TimelineExportDeps, project: ProjectDoc, compositionId: string) {
+  const doc = await deps.read.get(COMPOSITIONS, compositionId);
+  if (!doc) throw notFound(`composition ${compositionId} does not exist in this project`);
+  const clips = doc.clips as Clip[];
+  const stored = await storedMedia(deps.store, project.id);
+  const input: TimelineInput = {
+    name: String(doc.name),
+    width: Number(doc.width) || 1920,
+    height: Number(doc.height) || 1080,
+    clips,
+    markers: (doc.markers ?? []) as Marker[],
+    media: timelineMedia(project.media, stored, clips),
+  };
+  return { input, stored };
 }
 
 /**
@@ -89,7 +104,7 @@ async function storedMedia(store: EventStore, projectId: string): Promise<Map<st
 
 /** The media the clips play, with their stable names (numbered over the whole project, so they never change with the composition). */
 function timelineMedia(
-  project: readonly { ref: string; type: string; duration: number | null; has_video: boolean; tracks: readonly unknown[] | null }[],
+  project: readonly ProjectMediaEntry[],
   stored: ReadonlyMap<string, StoredMedia>,
   clips: readonly Clip[],
 ): Map<string, TimelineMedia> {

@@ -176,12 +176,20 @@ describe('timeline export (HTTP, embedded adapters)', function () {
   });
 
   it('after an agent edit, every format says the edited clip list to the frame', async () => {
-    const edit: CompositionCommand = { type: 'ApplyEdits', edits: [{ kind: 'cut', ranges: CUTS }], planned_on: 0, now: T };
+    const edit: CompositionCommand = {
+      type: 'ApplyEdits',
+      edits: [
+        { kind: 'cut', ranges: CUTS },
+        { kind: 'add_markers', markers: [{ time: 3, label: 'Question & answer' }] },
+      ],
+      planned_on: 0,
+      now: T,
+    };
     const handled = await commandHandler(h.store, compositionDecider, streams.composition).handle(talk.compositionId, edit, {
       newId: randomUUID,
       metadata: { partition_key: talk.compositionId },
     });
-    assert.equal(handled.events.length, 1, 'one cut event');
+    assert.equal(handled.events.length, 2, 'the cut and the markers');
     const want = framesOf(cutRanges(CLIPS, CUTS));
     assert.equal(want.length, 3, 'the second cut spans the two clips');
     const body = { project_id: talk.projectId, composition_id: shortIdOf(talk.compositionId).toUpperCase() };
@@ -194,13 +202,17 @@ describe('timeline export (HTTP, embedded adapters)', function () {
     );
     assert.match(edl.headers['content-type'], /^text\/plain/);
     assert.deepEqual(readCmx3600(edl.text, 25).clips, want);
+    const marker = [{ frame: 75, label: 'Question & answer' }]; // 3 s in, after the cuts
+    assert.deepEqual(readCmx3600(edl.text, 25).markers, marker);
     const otio = await exportTimeline({ ...body, format: 'otio' });
     assert.equal(otio.status, 200);
     assert.match(otio.headers['content-type'], /^application\/json/);
     assert.deepEqual(readOtio(otio.text, 'Video').clips, want);
     assert.deepEqual(readOtio(otio.text, 'Audio').clips, want);
+    assert.deepEqual(readOtio(otio.text, 'Audio').markers, marker);
     const fcpxml = await exportTimeline({ ...body, format: 'fcpxml' });
     assert.deepEqual(readFcpxml(fcpxml.text).clips, want);
+    assert.deepEqual(readFcpxml(fcpxml.text).markers, marker);
     assert.equal(readFcpxml(fcpxml.text).doc.fcpxml.resources.format.width, '1280');
   });
 
