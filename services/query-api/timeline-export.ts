@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import { Readable } from 'node:stream';
 import type { Context } from 'koa';
 import { compositionOf } from '../../lib/app/text-edits';
-import { zipStream, type ZipEntry } from '../../lib/adapters/zip/zip-stream';
+import { zipLength, zipStream, type ZipEntry } from '../../lib/adapters/zip/zip-stream';
 import type { Clip, Marker } from '../../lib/domain/edl';
 import { invalidInput, notFound } from '../../lib/domain/errors';
 import { streams } from '../../lib/domain/ids';
@@ -154,6 +154,7 @@ async function sendBundle(
   ctx.attachment(`${base}.zip`);
   ctx.type = 'application/zip';
   ctx.body = zipStream(entries);
+  ctx.length = zipLength(entries); // after the body: a stream body drops a length set before it
 }
 
 /** A composition name as a download's file name: no path separators or control characters (Koa encodes the rest per RFC 6266). */

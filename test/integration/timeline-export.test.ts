@@ -220,6 +220,7 @@ describe('timeline export (HTTP, embedded adapters)', function () {
     const res = await exportBytes({ project_id: talk.projectId, composition_id: talk.compositionId, format: 'otio' }, '?with_media=true');
     assert.equal(res.status, 200);
     assert.equal(res.headers['content-type'], 'application/zip');
+    assert.equal(Number(res.headers['content-length']), (res.body as Buffer).length, 'the length is known before the stream');
     assert.match(res.headers['content-disposition'], /filename\*=UTF-8''Caf%C3%A9%20%E2%80%93%20first%20cut\.zip$/);
     const path = join(dir, 'bundle.zip');
     writeFileSync(path, res.body as Buffer);

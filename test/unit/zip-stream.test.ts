@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createReadStream, createWriteStream, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as zlib from 'node:zlib';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { tableCrc32, zipStream, type ZipEntry, type ZipOptions } from '../../lib/adapters/zip/zip-stream';
+import { tableCrc32, zipLength, zipStream, type ZipEntry, type ZipOptions } from '../../lib/adapters/zip/zip-stream';
 
 /**
  * The streamed store-only ZIP writer, read back by Debian's `unzip -t` and by Python's zipfile
@@ -61,6 +61,7 @@ print(json.dumps({"bad": bad, "members": members}))`;
   ] as const) {
     it(`writes an archive unzip -t and Python's zipfile read back whole (${label})`, async function () {
       const path = await write(`${label.replace(/\W/g, '')}.zip`, options);
+      assert.equal(statSync(path).size, zipLength(entries(), options), 'the length announced before writing');
       const unzip = spawnSync('unzip', ['-t', path], { encoding: 'utf8' });
       if (unzip.error) console.warn('      unzip is not installed: not checked with unzip -t (apt-get install unzip)');
       else assert.equal(unzip.status, 0, unzip.stdout + unzip.stderr);

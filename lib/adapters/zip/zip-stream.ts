@@ -50,6 +50,25 @@ export function zipStream(entries: Iterable<ZipEntry>, options: ZipOptions = {})
   return Readable.from(archive(entries, options), { objectMode: false });
 }
 
+/**
+ * The archive's length in bytes before it is written (a `Content-Length`, so a download shows its
+ * progress): the same records `zipStream` writes, counted from the names and announced sizes.
+ */
+export function zipLength(entries: Iterable<ZipEntry>, options: ZipOptions = {}): number {
+  const force = options.forceZip64 === true;
+  const written: Written[] = [];
+  let offset = 0;
+  for (const entry of entries) {
+    const name = Buffer.from(entry.name, 'utf8');
+    const zip64 = force || entry.size >= MAX32 || offset >= MAX32;
+    written.push({ name, crc: 0, size: entry.size, offset, zip64 });
+    offset += localHeader(name, zip64).length + entry.size + (zip64 ? 24 : 16);
+  }
+  let length = offset;
+  for (const chunk of centralDirectory(written, offset, force)) length += chunk.length;
+  return length;
+}
+
 async function* archive(entries: Iterable<ZipEntry>, options: ZipOptions): AsyncGenerator<Buffer> {
   const written: Written[] = [];
   let offset = 0;
