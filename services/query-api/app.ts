@@ -21,6 +21,7 @@ import { mountProjects, timeRange } from './projects';
 import { mountSearch } from './search';
 import { mountCompositionTranscript } from './composition-transcript';
 import { mountDeliveries } from './deliveries';
+import { mountTimelineExport } from './timeline-export';
 import { createDownloadRoutes } from './downloads';
 import { createWebRoutes } from './web/routes';
 import type { BlobStore } from '../../lib/ports/blob-store';
@@ -138,6 +139,7 @@ export function createApp(deps: QueryApiDeps): HttpApp {
       mountSearch(v1, deps);
       mountCompositionTranscript(v1, deps);
       mountDeliveries(v1, deps);
+      mountTimelineExport(v1, deps);
     },
     // Signed download URLs are their own credential (outside the token guard), as upload URLs are.
     outside: deps.downloadSecret

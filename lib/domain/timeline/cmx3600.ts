@@ -1,0 +1,60 @@
+import { fps, type FramedClip, type FramedTimeline, type Rate } from './model';
+
+/**
+ * CMX 3600 EDL (Premiere, Avid, Resolve): one event per clip on the video track and both audio
+ * tracks (`AA/V`; `AA` for audio-only media, `V` for silent video), source timecodes at the
+ * media's rate, record timecodes laid end to end from 00:00:00:00, so a record time reads as the
+ * composition's time. Reels are eight characters (the format's limit) made from the stable file
+ * names; the `* FROM CLIP NAME` and `* SOURCE FILE` comments that Premiere and Resolve read relink
+ * each reel to its file. Timecode is non-drop frame; at 29.97 fps it counts 30 nominal frames a
+ * second, as NDF does.
+ */
+
+/** Frames as HH:MM:SS:FF at the rate's nominal (rounded) frames per second. */
+export function timecode(frames: number, r: Rate): string {
+  const nominal = Math.round(fps(r));
+  const ff = frames % nominal;
+  const seconds = Math.floor(frames / nominal);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${two(Math.floor(seconds / 3600))}:${two(Math.floor(seconds / 60) % 60)}:${two(seconds % 60)}:${two(ff)}`;
+}
+
+/** Eight-character reel names, unique, from the stable file names of the media the clips play. */
+export function reelNames(clips: readonly FramedClip[]): Map<string, string> {
+  const reels = new Map<string, string>();
+  const taken = new Set<string>();
+  for (const { media } of clips) {
+    if (reels.has(media.file)) continue;
+    const base =
+      media.file
+        .replace(/\.[^.]*$/, '')
+        .toUpperCase()
+        .replace(/[^A-Z0-9]+/g, '') || 'REEL';
+    let reel = base.slice(0, 8);
+    for (let n = 2; taken.has(reel); n++) reel = base.slice(0, 8 - String(n).length) + String(n);
+    taken.add(reel);
+    reels.set(media.file, reel);
+  }
+  return reels;
+}
+
+const channelsOf = (c: FramedClip): string => (c.media.has_video ? (c.media.has_audio ? 'AA/V' : 'V') : 'AA');
+
+/** A title line keeps to printable ASCII: EDL readers are byte-oriented and some stop at anything else. */
+const ascii = (s: string): string => s.replace(/[^\x20-\x7e]+/g, '_');
+
+export function toCmx3600(t: FramedTimeline): string {
+  const reels = reelNames(t.clips);
+  const lines = [`TITLE: ${ascii(t.name).slice(0, 70)}`, 'FCM: NON-DROP FRAME', ''];
+  t.clips.forEach((c, i) => {
+    const event = String(i + 1).padStart(3, '0');
+    const source = `${timecode(c.sourceIn, c.sourceRate)} ${timecode(c.sourceOut, c.sourceRate)}`;
+    const record = `${timecode(c.recordIn, t.rate)} ${timecode(c.recordOut, t.rate)}`;
+    lines.push(`${event}  ${reels.get(c.media.file)!.padEnd(8)} ${channelsOf(c).padEnd(5)} C        ${source} ${record}`);
+    lines.push(`* FROM CLIP NAME: ${ascii(c.media.file)}`, `* SOURCE FILE: ${ascii(c.media.file)}`);
+    for (const m of t.markers.filter((m) => m.frame >= c.recordIn && m.frame < c.recordOut))
+      lines.push(`* LOC: ${timecode(m.frame, t.rate)} RED     ${ascii(m.label)}`);
+    lines.push('');
+  });
+  return lines.join('\r\n');
+}

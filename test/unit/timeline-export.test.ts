@@ -1,0 +1,171 @@
+import assert from 'node:assert/strict';
+import { cutRanges, type Clip, type Marker } from '../../lib/domain/edl';
+import { rateOf, renderTimeline, stableFileNames, type Rate, type TimelineInput, type TimelineMedia } from '../../lib/domain/timeline';
+import { readCmx3600, readFcpxml, readOtio, xmllintWellFormed, type ReadClip } from '../fixtures/timeline-readers';
+
+/**
+ * Issue 22 item 6: the three timeline formats written from a composition, each read back by a
+ * parser and compared with the composition's clip list to the frame, after cuts.
+ */
+describe('timeline export formats', () => {
+  const media = (ref: string, file: string, has_video: boolean, rate: Rate | null = null): TimelineMedia => ({
+    ref,
+    file,
+    duration: 60,
+    has_video,
+    has_audio: true,
+    rate,
+  });
+  const PAL = { num: 25, den: 1 };
+  const CAM = media('Interview/cam 1.mp4', 'Interview_cam_1.mp4', true, PAL);
+  const VO = media('voice over', 'voice_over.m4a', false);
+  // Cuts at times that are not on frames: the export rounds each point to the nearest frame.
+  const clips: Clip[] = cutRanges(
+    [
+      { media: CAM.ref, in: 0, out: 20 },
+      { media: VO.ref, in: 2.5, out: 10 },
+      { media: CAM.ref, in: 30, out: 40 },
+    ],
+    [
+      { from: 1.013, to: 3.777 },
+      { from: 12.345, to: 12.9 },
+      { from: 21.02, to: 22.5 },
+    ],
+  );
+  const markers: Marker[] = [
+    { time: 0.5, label: 'Intro <"&"> ' },
+    { time: 14, label: 'Voice' },
+  ];
+  const input = (over: Partial<TimelineInput> = {}): TimelineInput => ({
+    name: 'Café & "Friends" <cut>',
+    width: 1920,
+    height: 1080,
+    clips,
+    markers,
+    media: new Map([CAM, VO].map((m) => [m.ref, m])),
+    ...over,
+  });
+
+  /** The clip list in frames at `fps`, as every format must say it. */
+  function expected(list: readonly Clip[], fps: number, files = new Map([CAM, VO].map((m) => [m.ref, m.file]))): ReadClip[] {
+    let record = 0;
+    return list.map((c) => {
+      const [sourceIn, sourceOut] = [Math.round(c.in * fps), Math.round(c.out * fps)];
+      const clip = { file: files.get(c.media)!, sourceIn, sourceOut, recordIn: record, recordOut: record + sourceOut - sourceIn };
+      record = clip.recordOut;
+      return clip;
+    });
+  }
+
+  it('has cuts that fall between frames (so the test below says something)', () => {
+    assert.equal(clips.length, 6);
+    assert.ok(clips.some((c) => Math.abs(c.in * 25 - Math.round(c.in * 25)) > 0.01));
+  });
+
+  it('FCPXML 1.10: well-formed, assets by stable file name, asset-clips at the clip points to the frame, markers', () => {
+    const file = renderTimeline('fcpxml', input());
+    assert.equal(file.extension, '.fcpxml');
+    const lint = xmllintWellFormed(file.text);
+    if (lint === null) console.warn('      xmllint is not installed: well-formedness not checked (apt-get install libxml2-utils)');
+    else assert.ok(lint.ok, lint.stderr);
+    const read = readFcpxml(file.text);
+    assert.deepEqual(read.clips, expected(clips, 25));
+    assert.deepEqual(read.markers, [
+      { frame: 13, label: 'Intro <"&"> ' },
+      { frame: 350, label: 'Voice' },
+    ]);
+    const project = read.doc.fcpxml.library.event.project;
+    assert.equal(project.name, 'Café & "Friends" <cut>');
+    const assets = read.doc.fcpxml.resources.asset;
+    assert.deepEqual(
+      assets.map((a: Record<string, string>) => [a.name, a.hasVideo, a.hasAudio]),
+      [
+        ['Interview_cam_1.mp4', '1', '1'],
+        ['voice_over.m4a', '0', '1'],
+      ],
+    );
+  });
+
+  it('CMX 3600: one event per clip on V, A1 and A2, source and record timecodes to the frame, reels from file names', () => {
+    const file = renderTimeline('edl', input());
+    const read = readCmx3600(file.text, 25);
+    assert.deepEqual(read.clips, expected(clips, 25));
+    assert.deepEqual(
+      read.events.map((e) => [e.reel, e.channels]),
+      clips.map((c) => (c.media === CAM.ref ? ['INTERVIE', 'AA/V'] : ['VOICEOVE', 'AA'])),
+    );
+    assert.deepEqual(read.markers, [
+      { frame: 13, label: 'Intro <"&"> ' },
+      { frame: 350, label: 'Voice' },
+    ]);
+    assert.equal(read.title, 'Caf_ & "Friends" <cut>', 'printable ASCII only');
+  });
+
+  it('OTIO: Timeline.1/Stack.1/Track.1 with Clip.2 and ExternalReference.1, a gap where a clip has no video', () => {
+    const file = renderTimeline('otio', input());
+    const audio = readOtio(file.text, 'Audio');
+    assert.deepEqual(audio.clips, expected(clips, 25));
+    const video = readOtio(file.text, 'Video');
+    assert.deepEqual(
+      video.clips,
+      expected(clips, 25).filter((c) => c.file !== VO.file),
+      'the voice-over is a gap on V1 and the camera clips keep their record times',
+    );
+    assert.deepEqual(audio.markers, [
+      { frame: 13, label: 'Intro <"&"> ' },
+      { frame: 350, label: 'Voice' },
+    ]);
+    assert.equal(audio.doc.name, 'Café & "Friends" <cut>');
+  });
+
+  it('writes source points at the media frame rate (29.97: 30000/1001) and the timeline at that rate', () => {
+    const NTSC = { num: 30000, den: 1001 };
+    const cam = { ...CAM, rate: NTSC };
+    const only = clips.filter((c) => c.media === CAM.ref);
+    const given = input({ clips: only, markers: [], media: new Map([[cam.ref, cam]]) });
+    const fps = 30000 / 1001;
+    const want = expected(only, fps);
+    assert.deepEqual(readFcpxml(renderTimeline('fcpxml', given).text).clips, want);
+    assert.deepEqual(readCmx3600(renderTimeline('edl', given).text, 30).clips, want, 'NDF counts 30 nominal frames a second');
+    assert.deepEqual(readOtio(renderTimeline('otio', given).text, 'Video').clips, want);
+  });
+
+  it('uses 25 fps when no media of the composition has a known rate', () => {
+    const vo = input({ clips: clips.filter((c) => c.media === VO.ref), markers: [] });
+    const read = readFcpxml(renderTimeline('fcpxml', vo).text);
+    assert.equal(read.doc.fcpxml.resources.format.frameDuration, '1/25s');
+    assert.deepEqual(read.clips, expected(vo.clips, 25));
+  });
+
+  it('exports an empty composition as a valid empty timeline in each format', () => {
+    const empty = input({ clips: [], markers: [] });
+    assert.deepEqual(readFcpxml(renderTimeline('fcpxml', empty).text).clips, []);
+    assert.deepEqual(readCmx3600(renderTimeline('edl', empty).text, 25).clips, []);
+    assert.deepEqual(readOtio(renderTimeline('otio', empty).text, 'Audio').clips, []);
+  });
+
+  it('names files stably: readable ASCII, an extension, no collisions (case-insensitive), no hidden files', () => {
+    const names = stableFileNames([
+      { ref: 'talk.wav', type: 'audio' },
+      { ref: 'Talk.WAV', type: 'audio' },
+      { ref: 'Entrevue été/caméra 1.MOV', type: 'video' },
+      { ref: 'constructor', type: 'video' },
+      { ref: '../../etc/passwd', type: 'audio' },
+      { ref: '日本語', type: 'audio' },
+    ]);
+    assert.deepEqual(
+      [...names.values()],
+      ['talk.wav', 'Talk-2.wav', 'Entrevue_ete_camera_1.mov', 'constructor.mp4', 'etc_passwd.m4a', 'media.m4a'],
+    );
+  });
+
+  it('reads probed frame rates in the forms ffprobe and people write them', () => {
+    assert.deepEqual(rateOf('30000/1001'), { num: 30000, den: 1001 });
+    assert.deepEqual(rateOf(29.97), { num: 30000, den: 1001 });
+    assert.deepEqual(rateOf('23.976'), { num: 24000, den: 1001 });
+    assert.deepEqual(rateOf(25), { num: 25, den: 1 });
+    assert.equal(rateOf('0/0'), null);
+    assert.equal(rateOf(-1), null);
+    assert.equal(rateOf('fast'), null);
+  });
+});
