@@ -1,6 +1,7 @@
 import { compositionTranscript, sequenceWords, type Clip, type Word } from '../domain/edl';
 import type { SequenceTrack } from '../domain/import';
 import type { BlobStore } from '../ports/blob-store';
+import type { ProjectDoc } from '../read-models/projects';
 import { loadTranscript } from './transcripts';
 
 /** What the words of a clip's media need: its transcript blob, or the tracks of a sequence. */
@@ -42,4 +43,10 @@ export async function wordsOfClips(
     }
   }
   return compositionTranscript(clips, (ref) => words.get(ref));
+}
+
+/** The words of one of a project document's compositions (the read side: project page, search, export). */
+export async function compositionWords(blobs: BlobStore, project: ProjectDoc, clips: readonly Clip[]): Promise<Word[]> {
+  const media = new Map(project.media.map((m) => [m.ref, m]));
+  return wordsOfClips(blobs, (ref) => media.get(ref), clips);
 }

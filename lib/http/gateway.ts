@@ -4,9 +4,9 @@ import type { HttpApp } from './app';
 /**
  * The web pages' forms: sign-in and sign-out change only the browser's cookie; the partner
  * import page's form belongs with its page (it starts the import through lib/app, as the
- * command API would).
+ * command API would). An export is a POST for its options but only reads.
  */
-const QUERY_SIDE_POSTS = new Set(['/login', '/logout', '/import']);
+const QUERY_SIDE_POSTS = new Set(['/login', '/logout', '/import', '/v1/export/transcript']);
 
 /**
  * One port for both APIs, as the distributed gateway does it: reads (GET, HEAD) and the web

@@ -19,6 +19,7 @@ import { mountProjects, timeRange } from './projects';
 import { mountSearch } from './search';
 import { mountCompositionTranscript } from './composition-transcript';
 import { mountDeliveries } from './deliveries';
+import { mountExportTranscript } from './export-transcript';
 import { createDownloadRoutes } from './downloads';
 import { createWebRoutes } from './web/routes';
 import type { BlobStore } from '../../lib/ports/blob-store';
@@ -127,6 +128,7 @@ export function createApp(deps: QueryApiDeps): HttpApp {
       mountSearch(v1, deps);
       mountCompositionTranscript(v1, deps);
       mountDeliveries(v1, deps);
+      mountExportTranscript(v1, deps);
     },
     // Signed download URLs are their own credential (outside the token guard), as upload URLs are.
     outside: deps.downloadSecret
