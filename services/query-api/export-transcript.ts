@@ -55,7 +55,8 @@ export function mountExportTranscript(v1: Router, deps: ProjectViewDeps & { blob
     const words = await compositionWords(deps.blobs, view.project, composition.clips);
     const format = FORMATS.get(request.format)!;
     ctx.status = 200;
-    ctx.attachment(`${fileStem(composition.name)}.${format.ext}`);
+    const stem = fileStem(composition.name);
+    ctx.attachment(`${stem}.${format.ext}`, { fallback: `${asciiFallback(stem)}.${format.ext}` });
     ctx.type = format.type;
     ctx.set('X-Composition-Id', composition.id);
     ctx.set('Cache-Control', 'private, no-store');
@@ -127,3 +128,10 @@ export function fileStem(name: string): string {
     .trim();
   return stem || 'transcript';
 }
+
+/** The plain `filename=` for clients without RFC 6266: accents dropped, other non-ASCII as `_`. */
+export const asciiFallback = (stem: string): string =>
+  stem
+    .normalize('NFD')
+    .replace(/\p{M}+/gu, '')
+    .replace(/[^\x20-\x7e]/g, '_');

@@ -1,5 +1,5 @@
 import { Document, HeadingLevel, Packer, Paragraph, TextRun } from 'docx';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { clockTime, type Block, type Span } from '../../domain/transcript/document';
 import type { TranscriptSource } from '../../domain/transcript/formats';
 
@@ -13,7 +13,9 @@ export function renderDocx({ title, blocks }: TranscriptSource): Readable {
   const children = [new Paragraph({ heading: HeadingLevel.TITLE, children: [new TextRun(xmlText(title))] })];
   for (const b of blocks) children.push(paragraphOf(b));
   const doc = new Document({ title: xmlText(title), creator: 'Media Project Service', sections: [{ children }] });
-  return Packer.toStream(doc) as Readable;
+  // The library's bundle brings its own stream implementation, which Koa would not take for a
+  // stream (it would send it as JSON): wrapped into a Node stream.
+  return new Readable().wrap(Packer.toStream(doc) as unknown as NodeJS.ReadableStream);
 }
 
 function paragraphOf(b: Block): Paragraph {

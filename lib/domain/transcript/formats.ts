@@ -48,7 +48,7 @@ const md = (text: string) =>
 // ---------------------------------------------------------------- html
 
 export function* renderHtml({ title, blocks }: TranscriptSource): Generator<string> {
-  yield `<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>${esc(title)}</title>\n</head>\n<body>\n<h1>${esc(title)}</h1>\n`;
+  yield `<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8" />\n<title>${esc(title)}</title>\n</head>\n<body>\n<h1>${esc(title)}</h1>\n`;
   for (const b of blocks) {
     const stamp = b.timecode === null ? '' : `<span class="timecode">${clockTime(b.timecode)}</span> `;
     if (b.kind === 'marker') yield `<h2 class="marker">${stamp}${esc(b.label)}</h2>\n`;
@@ -71,7 +71,11 @@ const esc = (text: string) => text.replace(/[&<>"']/g, (c) => HTML_ESCAPES.get(c
 
 // ---------------------------------------------------------------- rtf
 
-/** RTF 1.9: `\uN?` for every non-ASCII UTF-16 unit (a signed 16-bit number), `?` for readers without Unicode. */
+/**
+ * RTF 1.9: `\uN` for every non-ASCII UTF-16 unit (a signed 16-bit number), then `\'3f` ("?") for
+ * readers without Unicode, as Word writes it: a literal `?` after `\uN` makes unrtf drop the rest
+ * of the word.
+ */
 export function* renderRtf({ title, blocks }: TranscriptSource): Generator<string> {
   yield '{\\rtf1\\ansi\\ansicpg1252\\deff0\\uc1{\\fonttbl{\\f0\\fswiss Helvetica;}}\n';
   yield `{\\info{\\title ${rtf(title)}}}\n\\f0\\fs24\n{\\b\\fs32 ${rtf(title)}}\\par\n`;
@@ -92,7 +96,7 @@ function rtf(text: string): string {
     const code = ch.charCodeAt(0);
     if (ch === '\\' || ch === '{' || ch === '}') out += `\\${ch}`;
     else if (ch.length === 1 && code >= 0x20 && code < 0x80) out += ch;
-    else for (let i = 0; i < ch.length; i++) out += `\\u${signed16(ch.charCodeAt(i))}?`;
+    else for (let i = 0; i < ch.length; i++) out += `\\u${signed16(ch.charCodeAt(i))}\\'3f`;
   }
   return out;
 }
