@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { renderDocx } from '../../lib/adapters/docx/transcript';
 import { compositionWords } from '../../lib/app/composition-words';
 import { compositionOf } from '../../lib/app/text-edits';
+import { keptTranscripts } from '../../lib/app/transcripts';
 import { notFound } from '../../lib/domain/errors';
 import type { Word } from '../../lib/domain/edl';
 import { transcriptBlocks, type SpeakerLabels, type TranscriptOptions } from '../../lib/domain/transcript/document';
@@ -45,6 +46,8 @@ const FORMATS = new Map<ExportFormat, { type: string; ext: string }>([
 ]);
 
 export function mountExportTranscript(v1: Router, deps: ProjectViewDeps & { blobs: BlobStore; schemas: SchemaRegistry }): void {
+  // Someone exporting a transcript often takes it in a second format: its words stay parsed.
+  const transcripts = keptTranscripts(deps.blobs);
   v1.post('/export/transcript', async (ctx) => {
     const { auth } = (ctx as unknown as ApiContext).state;
     const body = ctx.request.body;
@@ -52,7 +55,7 @@ export function mountExportTranscript(v1: Router, deps: ProjectViewDeps & { blob
     const request = body as ExportTranscriptRequest;
     const view = await loadProjectView(deps, auth, request.project_id);
     const composition = chosenComposition(view.compositions, request.composition_id);
-    const words = await compositionWords(deps.blobs, view.project, composition.clips);
+    const words = await compositionWords(deps.blobs, view.project, composition.clips, transcripts);
     const format = FORMATS.get(request.format)!;
     ctx.status = 200;
     const stem = fileStem(composition.name);
@@ -78,17 +81,17 @@ function chosenComposition(compositions: readonly CompositionView[], ref: string
 
 function rendered(request: ExportTranscriptRequest, composition: CompositionView, words: readonly Word[]): Readable {
   const options = optionsOf(request);
-  if (request.format === 'srt') return Readable.from(renderSrt(words, options.speakerLabels, options.timecodes?.offsetSeconds ?? 0));
+  if (request.format === 'srt') return streamed(renderSrt(words, options.speakerLabels, options.timecodes?.offsetSeconds ?? 0));
   const source: TranscriptSource = { title: composition.name, blocks: transcriptBlocks(words, composition.markers, options) };
   switch (request.format) {
     case 'txt':
-      return Readable.from(renderTxt(source));
+      return streamed(renderTxt(source));
     case 'markdown':
-      return Readable.from(renderMarkdown(source));
+      return streamed(renderMarkdown(source));
     case 'html':
-      return Readable.from(renderHtml(source));
+      return streamed(renderHtml(source));
     case 'rtf':
-      return Readable.from(renderRtf(source));
+      return streamed(renderRtf(source));
     case 'docx':
       return renderDocx(source);
     default: {
@@ -96,6 +99,23 @@ function rendered(request: ExportTranscriptRequest, composition: CompositionView
       return never;
     }
   }
+}
+
+/** Pieces gathered into chunks of about 16 KiB: a write per paragraph or cue would cost a syscall each. */
+function streamed(pieces: Iterable<string>): Readable {
+  return Readable.from(chunked(pieces), { objectMode: false });
+}
+
+function* chunked(pieces: Iterable<string>, size = 16 * 1024): Generator<string> {
+  let chunk = '';
+  for (const piece of pieces) {
+    chunk += piece;
+    if (chunk.length >= size) {
+      yield chunk;
+      chunk = '';
+    }
+  }
+  if (chunk) yield chunk;
 }
 
 /** The request's options with their defaults: labels where the speaker changes, no markers, no timecodes. */

@@ -109,14 +109,18 @@ function breakPoint(group: readonly Token[]): number {
  */
 export function linesOf(texts: readonly string[]): string[] | null {
   const max = CUE_RULES.lineChars;
-  const whole = texts.join(' ');
-  if (whole.length <= max || texts.length === 1) return [whole];
+  // Line lengths from prefix sums: this runs for every word of a transcript, joins only for the answer.
+  const ends: number[] = [];
+  let total = -1;
+  for (const t of texts) ends.push((total += t.length + 1));
+  if (total <= max || texts.length === 1) return [texts.join(' ')];
+  if (total > max * 2 + 1) return null;
   let best: { at: number; score: number } | null = null;
   for (let at = 1; at < texts.length; at++) {
-    const a = texts.slice(0, at).join(' ');
-    const b = texts.slice(at).join(' ');
-    if (a.length > max || b.length > max) continue;
-    const score = Math.abs(a.length - b.length) - (PUNCTUATION.test(texts[at - 1]) ? max : 0);
+    const a = ends[at - 1];
+    const b = total - a - 1;
+    if (a > max || b > max) continue;
+    const score = Math.abs(a - b) - (PUNCTUATION.test(texts[at - 1]) ? max : 0);
     if (!best || score < best.score) best = { at, score };
   }
   return best ? [texts.slice(0, best.at).join(' '), texts.slice(best.at).join(' ')] : null;
