@@ -91,6 +91,17 @@ describe('transcript: caption cues', () => {
     assert.equal(tight.end, 0.5, 'the next speaker starts at 0.5');
   });
 
+  it('joins a short last word to the cue before it rather than leaving it under 1 s', () => {
+    const words = [word('We', 0), word('shipped', 0.5), word('it.', 2.2, 2.5), word('Right', 2.6, 2.9), word('Yes.', 3, 3.4, 'B')];
+    assert.deepEqual(
+      cues(words).map((c) => [c.start, c.end, c.lines.join(' ')]),
+      [
+        [0, 2.9, 'We shipped it. Right'],
+        [3, 4, 'Yes.'],
+      ],
+    );
+  });
+
   it('splits two lines where both fit, preferring after punctuation', () => {
     assert.deepEqual(linesOf(['short', 'one']), ['short one']);
     const texts = 'We shipped it yesterday, and everyone was happy about the release'.split(' ');

@@ -45,12 +45,16 @@ type Token = {
   readonly turn: boolean;
 };
 
-/** Groups words into cues that obey the text and length rules; times are the words' own. */
+/** Cues that obey the text and length rules; times are the words' own. */
 function* rawCues(words: Iterable<Word>, options: CueOptions): Generator<Cue> {
   const textsOf = textsWithLabel(options.labels ?? 'off');
   const fits = (tokens: readonly Token[]): boolean =>
     tokens[tokens.length - 1].end - tokens[0].start <= CUE_RULES.maxSeconds && linesOf(textsOf(tokens)) !== null;
-  const cueOf = (tokens: readonly Token[]): Cue => cueOfTexts(tokens, textsOf(tokens));
+  for (const group of withoutShortGroups(tokenGroups(words, fits), fits)) yield cueOfTexts(group, textsOf(group));
+}
+
+/** Groups words into cues that obey the text and length rules; times are the words' own. */
+function* tokenGroups(words: Iterable<Word>, fits: (tokens: readonly Token[]) => boolean): Generator<Token[]> {
   let group: Token[] = [];
   let lastSpeaker: string | null | undefined = undefined;
   for (const word of words) {
@@ -60,25 +64,47 @@ function* rawCues(words: Iterable<Word>, options: CueOptions): Generator<Cue> {
     lastSpeaker = word.speaker;
     const last = group[group.length - 1];
     if (last && (token.speaker !== last.speaker || token.start - last.end >= CUE_RULES.pauseSeconds)) {
-      yield cueOf(group);
+      yield group;
       group = [];
     }
     if (group.length && !fits([...group, token])) {
       const cut = breakPoint(group);
-      yield cueOf(group.slice(0, cut));
+      yield group.slice(0, cut);
       group = group.slice(cut);
       if (group.length && !fits([...group, token])) {
-        yield cueOf(group);
+        yield group;
         group = [];
       }
     }
     group.push(token);
     if (SENTENCE_END.test(text) && group.length > 1 && token.end - group[0].start >= CUE_RULES.minSeconds * 2) {
-      yield cueOf(group); // a sentence that ends well into a cue ends it
+      yield group; // a sentence that ends well into a cue ends it
       group = [];
     }
   }
-  if (group.length) yield cueOf(group);
+  if (group.length) yield group;
+}
+
+/**
+ * A group the next one leaves less than `minSeconds` on screen (a last word after a sentence
+ * ended a cue, just before the other speaker starts) joins the group before or after it, when
+ * one of them is the same speaker's, close enough and the two still fit.
+ */
+function* withoutShortGroups(groups: Iterable<Token[]>, fits: (tokens: readonly Token[]) => boolean): Generator<Token[]> {
+  const joinable = (a: Token[], b: Token[]) =>
+    a[0].speaker === b[0].speaker && b[0].start - a[a.length - 1].end < CUE_RULES.pauseSeconds && fits([...a, ...b]);
+  let previous: Token[] | null = null;
+  let current: Token[] | null = null;
+  for (let next of groups) {
+    if (current && next[0].start - current[0].start < CUE_RULES.minSeconds) {
+      if (previous && joinable(previous, current)) [previous, current] = [null, [...previous, ...current]];
+      else if (joinable(current, next)) [current, next] = [null, [...current, ...next]];
+    }
+    if (previous) yield previous;
+    [previous, current] = [current, next];
+  }
+  if (previous) yield previous;
+  if (current) yield current;
 }
 
 /** A cue's word texts, its first one labelled as `labels` says. */
