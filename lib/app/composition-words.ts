@@ -1,6 +1,7 @@
 import { compositionTranscript, sequenceWords, type Clip, type Word } from '../domain/edl';
 import type { SequenceTrack } from '../domain/import';
 import type { BlobStore } from '../ports/blob-store';
+import type { ProjectDoc } from '../read-models/projects';
 import { loadTranscript } from './transcripts';
 
 /** What the words of a clip's media need: its transcript blob, or the tracks of a sequence. */
@@ -15,12 +16,13 @@ export async function wordsOfClips(
   blobs: BlobStore,
   sourceOf: (ref: string) => WordSource | undefined,
   clips: readonly Clip[],
+  load: (key: string) => Promise<readonly Word[]> = (key) => loadTranscript(blobs, key),
 ): Promise<Word[]> {
-  const cache = new Map<string, Word[] | undefined>();
-  const own = async (ref: string): Promise<Word[] | undefined> => {
+  const cache = new Map<string, readonly Word[] | undefined>();
+  const own = async (ref: string): Promise<readonly Word[] | undefined> => {
     if (!cache.has(ref)) {
       const key = sourceOf(ref)?.transcript_key;
-      cache.set(ref, key ? await loadTranscript(blobs, key) : undefined);
+      cache.set(ref, key ? await load(key) : undefined);
     }
     return cache.get(ref);
   };
@@ -42,4 +44,15 @@ export async function wordsOfClips(
     }
   }
   return compositionTranscript(clips, (ref) => words.get(ref));
+}
+
+/** The words of one of a project document's compositions (the read side: project page, export), its transcripts read by `load`. */
+export async function compositionWords(
+  blobs: BlobStore,
+  project: ProjectDoc,
+  clips: readonly Clip[],
+  load?: (key: string) => Promise<readonly Word[]>,
+): Promise<Word[]> {
+  const media = new Map(project.media.map((m) => [m.ref, m]));
+  return wordsOfClips(blobs, (ref) => media.get(ref), clips, load);
 }

@@ -52,6 +52,34 @@ export async function loadTranscript(blobs: BlobStore, key: string): Promise<Wor
   return words;
 }
 
+/**
+ * Parsed transcripts kept by key, up to `maxWords` words in all, least recently used out first.
+ * A key names its bytes (their sha256), so a kept transcript is never stale. Callers share the
+ * arrays: they must not change them.
+ */
+export function keptTranscripts(blobs: BlobStore, maxWords = 200_000): (key: string) => Promise<readonly Word[]> {
+  const kept = new Map<string, Word[]>();
+  let words = 0;
+  return async (key) => {
+    const hit = kept.get(key);
+    if (hit) {
+      kept.delete(key);
+      kept.set(key, hit);
+      return hit;
+    }
+    const loaded = await loadTranscript(blobs, key);
+    if (loaded.length > maxWords || kept.has(key)) return loaded;
+    kept.set(key, loaded);
+    words += loaded.length;
+    for (const [oldest, w] of kept) {
+      if (words <= maxWords) break;
+      kept.delete(oldest);
+      words -= w.length;
+    }
+    return loaded;
+  };
+}
+
 /** Fixed key order, so equal words are equal bytes whatever order their objects were built in. */
 function* serialise(words: readonly Word[]): Generator<string> {
   yield '[';

@@ -4,9 +4,9 @@ import type { HttpApp } from './app';
 /**
  * The web pages' forms: sign-in and sign-out change only the browser's cookie; the partner
  * import page's form belongs with its page (it starts the import through lib/app, as the
- * command API would). The timeline export (issue 22) is a read that takes a JSON body.
+ * command API would). The exports (issue 22) are POSTs for their options but only read.
  */
-const QUERY_SIDE_POSTS = new Set(['/login', '/logout', '/import', '/v1/export/timeline']);
+const QUERY_SIDE_POSTS = new Set(['/login', '/logout', '/import', '/v1/export/timeline', '/v1/export/transcript']);
 
 /**
  * One port for both APIs, as the distributed gateway does it: reads (GET, HEAD) and the web

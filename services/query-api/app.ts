@@ -22,6 +22,7 @@ import { mountSearch } from './search';
 import { mountCompositionTranscript } from './composition-transcript';
 import { mountDeliveries } from './deliveries';
 import { mountTimelineExport } from './timeline-export';
+import { mountExportTranscript } from './export-transcript';
 import { createDownloadRoutes } from './downloads';
 import { createWebRoutes } from './web/routes';
 import type { BlobStore } from '../../lib/ports/blob-store';
@@ -140,6 +141,7 @@ export function createApp(deps: QueryApiDeps): HttpApp {
       mountCompositionTranscript(v1, deps);
       mountDeliveries(v1, deps);
       mountTimelineExport(v1, deps);
+      mountExportTranscript(v1, deps);
     },
     // Signed download URLs are their own credential (outside the token guard), as upload URLs are.
     outside: deps.downloadSecret

@@ -1,8 +1,9 @@
 import type Router from '@koa/router';
+import { compositionWords } from '../../lib/app/composition-words';
 import { compositionOf, transcriptAnswer } from '../../lib/app/text-edits';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { BlobStore } from '../../lib/ports/blob-store';
-import { compositionWords, loadProjectView, type ProjectViewDeps } from './project-view';
+import { loadProjectView, type ProjectViewDeps } from './project-view';
 
 /**
  * `GET /v1/projects/{project_id}/compositions/{composition_id}/transcript` (an extension, issue 20

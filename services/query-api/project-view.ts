@@ -1,11 +1,9 @@
 import type { Principal } from '../../lib/app/tenancy';
-import { wordsOfClips } from '../../lib/app/composition-words';
-import { compositionMediaType, type Clip, type Word } from '../../lib/domain/edl';
+import { compositionMediaType, type Clip, type Marker } from '../../lib/domain/edl';
 import { forbidden, invalidInput, notFound } from '../../lib/domain/errors';
 import { isUuid, streams } from '../../lib/domain/ids';
 import { foldDocument } from '../../lib/app/projection';
 import type { EventStore } from '../../lib/ports/event-store';
-import type { BlobStore } from '../../lib/ports/blob-store';
 import type { Doc, ReadQueries } from '../../lib/ports/read-store';
 import { JOBS, renderJob } from '../../lib/read-models/jobs';
 import { COMPOSITIONS, isDeletedComposition } from '../../lib/read-models/compositions';
@@ -23,6 +21,7 @@ export type CompositionView = {
   readonly duration: number;
   readonly media_type: 'video' | 'audio';
   readonly clips: readonly Clip[];
+  readonly markers: readonly Marker[];
   /** Its stream's revision: what an edit by text is planned on. */
   readonly revision: number;
 };
@@ -63,6 +62,7 @@ export async function loadProjectView(deps: ProjectViewDeps, who: Principal, pro
         duration: Number(doc.duration),
         media_type: compositionMediaType(clips, (ref) => hasVideo(ref)),
         clips,
+        markers: (doc.markers as Marker[] | undefined) ?? [],
         revision: Number(doc.revision),
       },
     ];
@@ -88,12 +88,6 @@ export function renderProjectDetail(view: ProjectView): Record<string, unknown> 
 }
 
 const mediaFileOf = (m: ProjectMediaEntry) => (m.duration === null ? { type: m.type } : { type: m.type, duration: m.duration });
-
-/** The words of a composition in composition time, from its clips' transcripts (a sequence: its tracks', each a speaker). */
-export async function compositionWords(blobs: BlobStore, project: ProjectDoc, clips: readonly Clip[]): Promise<Word[]> {
-  const media = new Map(project.media.map((m) => [m.ref, m]));
-  return wordsOfClips(blobs, (ref) => media.get(ref), clips);
-}
 
 /** The project's most recent jobs, newest first, as `GET /jobs/{id}` renders them. */
 export async function recentJobs(read: ReadQueries, project: ProjectDoc, limit = 10): Promise<Record<string, unknown>[]> {

@@ -16,7 +16,7 @@ import { PROJECTS, type ProjectDoc } from '../../lib/read-models/projects';
 import { formatSeconds } from '../../services/query-api/web/html';
 import { createWebRoutes } from '../../services/query-api/web/routes';
 import { safeNext } from '../../services/query-api/web/session';
-import { paragraphs } from '../../services/query-api/web/transcript';
+import { paragraphs } from '../../lib/domain/transcript/paragraphs';
 import { fakeOpenAiTranscriber, startFakeOpenAiServer } from '../fixtures/fake-openai-server';
 import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
 import { makeTestMedia } from '../fixtures/media';
@@ -400,12 +400,15 @@ describe('project page: formatting (pure)', () => {
 
   it('starts a paragraph on a speaker change, a pause or every 30 s, naming the speaker only where it changes', () => {
     const words = [word('a', 0, 'A'), word('b', 1, 'A'), word('c', 2, 'B'), word('d', 6, 'B'), word('e', 7, 'A')];
-    assert.deepEqual(paragraphs(words), [
-      { start: 0, speakerLabel: 'A', text: 'a b' },
-      { start: 2, speakerLabel: 'B', text: 'c' },
-      { start: 6, speakerLabel: null, text: 'd' },
-      { start: 7, speakerLabel: 'A', text: 'e' },
-    ]);
+    assert.deepEqual(
+      paragraphs(words).map(({ start, speakerLabel, text }) => ({ start, speakerLabel, text })),
+      [
+        { start: 0, speakerLabel: 'A', text: 'a b' },
+        { start: 2, speakerLabel: 'B', text: 'c' },
+        { start: 6, speakerLabel: null, text: 'd' },
+        { start: 7, speakerLabel: 'A', text: 'e' },
+      ],
+    );
     const long = Array.from({ length: 70 }, (_, i) => word(`w${i}`, i));
     assert.deepEqual(
       paragraphs(long).map((p) => p.start),

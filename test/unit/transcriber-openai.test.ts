@@ -94,6 +94,20 @@ describe('openai Transcriber (fake OpenAI-compatible server, real ffmpeg)', func
     assert.deepEqual(readdirSync(tempDir), [], 'chunk files are deleted');
   });
 
+  it("fills each word's speaker from the diarized segment around it, when the server names speakers", async () => {
+    server.script(['speakers']);
+    const result = await transcribe(twelve);
+    // Chunks of 5 s: A speaks each chunk's first 2 s (words at 0 and 1 s into it), B the rest.
+    assert.deepEqual(
+      result?.words.map((w) => [w.start, w.speaker]),
+      [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11].map((s) => [s, s % 5 < 2 ? 'A' : 'B']),
+    );
+    assert.ok(
+      result?.words.every((w) => w.confidence === 0.905),
+      'confidence still from the verbose segments',
+    );
+  });
+
   it('passes the language asked for with every chunk and reports it', async () => {
     server.script(['ok']);
     const result = await transcribe(twelve, 'de');

@@ -301,6 +301,7 @@ function parseAnswer(body: Buffer, asked: string | null): Transcription {
   }
   if (!Array.isArray(json.words) || !json.words.every(isOpenAiWord)) throw bad('with a malformed `words` list');
   const segments = Array.isArray(json.segments) ? json.segments.filter(isSegment) : [];
+  const turns = Array.isArray(json.segments) ? json.segments.filter(isSpeakerSegment) : [];
   const words = json.words
     .filter((w) => w.word.trim() !== '')
     .map((w): Word => ({
@@ -308,7 +309,7 @@ function parseAnswer(body: Buffer, asked: string | null): Transcription {
       start: w.start,
       end: Math.max(w.start, w.end),
       confidence: confidenceOf(w, segments),
-      speaker: null,
+      speaker: speakerOf(w, turns),
     }));
   return { words, language };
 }
@@ -325,6 +326,31 @@ const isSegment = (s: unknown): s is Segment =>
   isTime((s as Segment).start) &&
   isTime((s as Segment).end) &&
   Number.isFinite((s as Segment).avg_logprob);
+/** A diarized segment (`diarized_json`, or a server that adds `speaker` to verbose_json's): who spoke then. */
+type SpeakerSegment = { start: number; end: number; speaker: string };
+const isSpeakerSegment = (s: unknown): s is SpeakerSegment =>
+  typeof s === 'object' &&
+  s !== null &&
+  isTime((s as SpeakerSegment).start) &&
+  isTime((s as SpeakerSegment).end) &&
+  typeof (s as SpeakerSegment).speaker === 'string' &&
+  (s as SpeakerSegment).speaker.trim() !== '';
+
+/**
+ * The speaker of the segment holding the word's middle, null when the server names none. Labels
+ * are the server's per request ("A", "B" or names it was given), so with chunking the same person
+ * may carry different labels in different chunks.
+ */
+function speakerOf(word: OpenAiWord, turns: SpeakerSegment[]): string | null {
+  const middle = (word.start + word.end) / 2;
+  return (
+    turns
+      .find((s) => s.start <= middle && middle <= s.end)
+      ?.speaker.trim()
+      .slice(0, 100) ?? null
+  );
+}
+
 const isTime = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x) && x >= 0;
 
 /**

@@ -3,7 +3,7 @@ import type { Word } from '../../../lib/domain/edl';
 import type { ProjectMediaEntry } from '../../../lib/read-models/projects';
 import type { CompositionView, ProjectView } from '../project-view';
 import { formatSeconds, formatTimestamp, html, layout, type Html } from './html';
-import { paragraphs } from './transcript';
+import { paragraphs } from '../../../lib/domain/transcript/paragraphs';
 
 /** The pages themselves: pure functions from what was read to `Html`. */
 

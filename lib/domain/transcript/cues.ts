@@ -1,0 +1,168 @@
+import { ms, type Word } from '../edl';
+import type { SpeakerLabels } from './document';
+
+/**
+ * Caption cues from a composition's words, by the usual subtitle rules (those of the BBC and
+ * Netflix guides): at most two lines of 42 characters, on screen 1 to 7 seconds, one speaker per
+ * cue, and a cue broken after punctuation when the text allows, so a cue reads as a phrase. SRT
+ * export and the share page's captions (issue 12) use the same cues.
+ */
+
+export type Cue = {
+  readonly start: number;
+  readonly end: number;
+  readonly speaker: string | null;
+  /** One or two lines, each at most `CUE_RULES.lineChars` characters (a longer single word stays whole). */
+  readonly lines: readonly string[];
+};
+
+export const CUE_RULES = { lineChars: 42, lines: 2, maxSeconds: 7, minSeconds: 1, pauseSeconds: 1.5 } as const;
+
+/** A speaker label ("Ana: ") starts the cue's first line and counts toward its length. */
+export type CueOptions = { labels?: SpeakerLabels };
+
+const PUNCTUATION = /[.,!?;:…)\]"”»—–-]$/u;
+const SENTENCE_END = /[.!?…]["”»)]?$/u;
+
+/** Lazily, in order; each cue ends no later than the next one starts. */
+export function* eachCue(words: Iterable<Word>, options: CueOptions = {}): Generator<Cue> {
+  let pending: Cue | null = null;
+  for (const cue of rawCues(words, options)) {
+    if (pending) yield timed(pending, cue.start);
+    pending = cue;
+  }
+  if (pending) yield timed(pending, Infinity);
+}
+
+export const cues = (words: readonly Word[], options: CueOptions = {}): Cue[] => [...eachCue(words, options)];
+
+type Token = {
+  readonly text: string;
+  readonly start: number;
+  readonly end: number;
+  readonly speaker: string | null;
+  /** The first word of a run of one speaker. */
+  readonly turn: boolean;
+};
+
+/** Cues that obey the text and length rules; times are the words' own. */
+function* rawCues(words: Iterable<Word>, options: CueOptions): Generator<Cue> {
+  const textsOf = textsWithLabel(options.labels ?? 'off');
+  const fits = (tokens: readonly Token[]): boolean =>
+    tokens[tokens.length - 1].end - tokens[0].start <= CUE_RULES.maxSeconds && linesOf(textsOf(tokens)) !== null;
+  for (const group of withoutShortGroups(tokenGroups(words, fits), fits)) yield cueOfTexts(group, textsOf(group));
+}
+
+/** Groups words into cues that obey the text and length rules; times are the words' own. */
+function* tokenGroups(words: Iterable<Word>, fits: (tokens: readonly Token[]) => boolean): Generator<Token[]> {
+  let group: Token[] = [];
+  let lastSpeaker: string | null | undefined = undefined;
+  for (const word of words) {
+    const text = word.text.trim();
+    if (!text) continue;
+    const token: Token = { text, start: word.start, end: word.end, speaker: word.speaker, turn: word.speaker !== lastSpeaker };
+    lastSpeaker = word.speaker;
+    const last = group[group.length - 1];
+    if (last && (token.speaker !== last.speaker || token.start - last.end >= CUE_RULES.pauseSeconds)) {
+      yield group;
+      group = [];
+    }
+    if (group.length && !fits([...group, token])) {
+      const cut = breakPoint(group);
+      yield group.slice(0, cut);
+      group = group.slice(cut);
+      if (group.length && !fits([...group, token])) {
+        yield group;
+        group = [];
+      }
+    }
+    group.push(token);
+    if (SENTENCE_END.test(text) && group.length > 1 && token.end - group[0].start >= CUE_RULES.minSeconds * 2) {
+      yield group; // a sentence that ends well into a cue ends it
+      group = [];
+    }
+  }
+  if (group.length) yield group;
+}
+
+/**
+ * A group the next one leaves less than `minSeconds` on screen (a last word after a sentence
+ * ended a cue, just before the other speaker starts) joins the group before or after it, when
+ * one of them is the same speaker's, close enough and the two still fit.
+ */
+function* withoutShortGroups(groups: Iterable<Token[]>, fits: (tokens: readonly Token[]) => boolean): Generator<Token[]> {
+  const joinable = (a: Token[], b: Token[]) =>
+    a[0].speaker === b[0].speaker && b[0].start - a[a.length - 1].end < CUE_RULES.pauseSeconds && fits([...a, ...b]);
+  let previous: Token[] | null = null;
+  let current: Token[] | null = null;
+  for (let next of groups) {
+    if (current && next[0].start - current[0].start < CUE_RULES.minSeconds) {
+      if (previous && joinable(previous, current)) [previous, current] = [null, [...previous, ...current]];
+      else if (joinable(current, next)) [current, next] = [null, [...current, ...next]];
+    }
+    if (previous) yield previous;
+    [previous, current] = [current, next];
+  }
+  if (previous) yield previous;
+  if (current) yield current;
+}
+
+/** A cue's word texts, its first one labelled as `labels` says. */
+const textsWithLabel =
+  (labels: SpeakerLabels) =>
+  (tokens: readonly Token[]): string[] => {
+    const texts = tokens.map((t) => t.text);
+    const first = tokens[0];
+    const labelled = first.speaker !== null && (labels === 'every_paragraph' || (labels === 'changes' && first.turn));
+    if (labelled) texts[0] = `${first.speaker}: ${texts[0]}`;
+    return texts;
+  };
+
+/**
+ * Where a full group is cut: after its last punctuated word in the second half, so the next cue
+ * starts a phrase; at its end when there is none.
+ */
+function breakPoint(group: readonly Token[]): number {
+  for (let i = group.length - 1; i >= Math.ceil(group.length / 2); i--) {
+    if (PUNCTUATION.test(group[i - 1].text)) return i;
+  }
+  return group.length;
+}
+
+/**
+ * The words as one line, or two lines split where both fit, preferring after punctuation, then the
+ * most even split; null when they do not fit in two lines. One word longer than a line is its own line.
+ */
+export function linesOf(texts: readonly string[]): string[] | null {
+  const max = CUE_RULES.lineChars;
+  // Line lengths from prefix sums: this runs for every word of a transcript, joins only for the answer.
+  const ends: number[] = [];
+  let total = -1;
+  for (const t of texts) ends.push((total += t.length + 1));
+  if (total <= max || texts.length === 1) return [texts.join(' ')];
+  if (total > max * 2 + 1) return null;
+  let best: { at: number; score: number } | null = null;
+  for (let at = 1; at < texts.length; at++) {
+    const a = ends[at - 1];
+    const b = total - a - 1;
+    if (a > max || b > max) continue;
+    const score = Math.abs(a - b) - (PUNCTUATION.test(texts[at - 1]) ? max : 0);
+    if (!best || score < best.score) best = { at, score };
+  }
+  return best ? [texts.slice(0, best.at).join(' '), texts.slice(best.at).join(' ')] : null;
+}
+
+function cueOfTexts(tokens: readonly Token[], texts: readonly string[]): Cue {
+  return {
+    start: tokens[0].start,
+    end: tokens[tokens.length - 1].end,
+    speaker: tokens[0].speaker,
+    lines: linesOf(texts) ?? [texts.join(' ')],
+  };
+}
+
+/** At least `minSeconds` on screen where the next cue leaves room, never more than `maxSeconds`. */
+function timed(cue: Cue, nextStart: number): Cue {
+  const end = Math.min(Math.max(cue.end, cue.start + CUE_RULES.minSeconds), nextStart, cue.start + CUE_RULES.maxSeconds);
+  return { ...cue, end: ms(Math.max(end, cue.start)) };
+}

@@ -1,0 +1,117 @@
+import type { Marker, Word } from '../edl';
+import { eachParagraph, type ParagraphOptions } from './paragraphs';
+
+/**
+ * What a transcript export shows, independent of its file format: paragraphs with their speaker
+ * label and timecodes, and markers between them, in composition order. Each format renders these
+ * blocks as they come, so an export never holds its whole text.
+ */
+
+export type SpeakerLabels = 'off' | 'changes' | 'every_paragraph';
+
+/** The request's `timecodes`, present: timecodes are on. */
+export type TimecodeOptions = {
+  /** An inline timecode before the first word at or after every multiple of this many seconds. */
+  readonly frequencySeconds: number | null;
+  readonly onParagraphs: boolean;
+  /** On the paragraphs where the speaker changes (implied by `onParagraphs`). */
+  readonly onSpeakers: boolean;
+  readonly onMarkers: boolean;
+  /** Added to every time shown (a programme that starts at 01:00:00). */
+  readonly offsetSeconds: number;
+};
+
+export type TranscriptOptions = {
+  readonly speakerLabels: SpeakerLabels;
+  readonly markers: boolean;
+  readonly timecodes: TimecodeOptions | null;
+  readonly paragraphs?: ParagraphOptions;
+};
+
+/** A piece of a paragraph's text: words, or a timecode (seconds, offset applied) between them. */
+export type Span = { readonly text: string } | { readonly timecode: number };
+
+export type Block =
+  | {
+      readonly kind: 'paragraph';
+      /** Seconds with the offset applied; null when no timecode is shown at its start. */
+      readonly timecode: number | null;
+      readonly speaker: string | null;
+      readonly spans: readonly Span[];
+    }
+  | { readonly kind: 'marker'; readonly timecode: number | null; readonly label: string };
+
+export const DEFAULT_TRANSCRIPT_OPTIONS: TranscriptOptions = { speakerLabels: 'changes', markers: false, timecodes: null };
+
+/** The blocks of a transcript: a marker comes before the paragraph that starts at or after it. */
+export function* transcriptBlocks(words: Iterable<Word>, markers: readonly Marker[], options: TranscriptOptions): Generator<Block> {
+  const shown = options.markers ? [...markers].sort((a, b) => a.time - b.time) : [];
+  const tc = options.timecodes;
+  const at = (seconds: number) => (tc ? Math.max(0, seconds + tc.offsetSeconds) : 0);
+  let m = 0;
+  const markerBlock = (marker: Marker): Block => ({
+    kind: 'marker',
+    timecode: tc?.onMarkers ? at(marker.time) : null,
+    label: marker.label,
+  });
+  let nextTick = tc?.frequencySeconds ? 0 : Infinity;
+  for (const p of eachParagraph(words, options.paragraphs)) {
+    while (m < shown.length && shown[m].time <= p.start) yield markerBlock(shown[m++]);
+    const speakerChanged = p.speakerLabel !== null;
+    const stamped = !!tc && (tc.onParagraphs || (tc.onSpeakers && speakerChanged));
+    if (stamped) nextTick = advance(nextTick, p.start, tc.frequencySeconds);
+    const spans: Span[] = [];
+    let text: string[] = [];
+    for (const w of p.words) {
+      if (w.start >= nextTick) {
+        if (text.length) spans.push({ text: text.join(' ') });
+        text = [];
+        spans.push({ timecode: at(w.start) });
+        nextTick = advance(nextTick, w.start, tc!.frequencySeconds);
+      }
+      text.push(w.text.trim());
+    }
+    if (text.length) spans.push({ text: text.join(' ') });
+    yield {
+      kind: 'paragraph',
+      timecode: stamped ? at(p.start) : null,
+      speaker: labelOf(options.speakerLabels, p.speaker, speakerChanged),
+      spans,
+    };
+  }
+  while (m < shown.length) yield markerBlock(shown[m++]);
+}
+
+/** The next multiple of `every` after `time` (a timecode just shown covers the ticks up to it). */
+const advance = (tick: number, time: number, every: number | null): number =>
+  every ? Math.max(tick, (Math.floor(time / every) + 1) * every) : Infinity;
+
+function labelOf(mode: SpeakerLabels, speaker: string | null, changed: boolean): string | null {
+  switch (mode) {
+    case 'off':
+      return null;
+    case 'changes':
+      return changed ? speaker : null;
+    case 'every_paragraph':
+      return speaker;
+    default: {
+      const never: never = mode;
+      return never;
+    }
+  }
+}
+
+/** `HH:MM:SS`, the timecode the text formats show. */
+export function clockTime(seconds: number): string {
+  const s = Math.floor(Math.max(0, seconds) + 1e-6);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${pad(Math.floor(s / 3600))}:${pad(Math.floor(s / 60) % 60)}:${pad(s % 60)}`;
+}
+
+/** `HH:MM:SS,mmm`, SubRip's. */
+export function subripTime(seconds: number): string {
+  const total = Math.round(Math.max(0, seconds) * 1000);
+  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+  const h = Math.floor(total / 3_600_000);
+  return `${pad(h)}:${pad(Math.floor(total / 60_000) % 60)}:${pad(Math.floor(total / 1000) % 60)},${pad(total % 1000, 3)}`;
+}

@@ -1,0 +1,157 @@
+import type Router from '@koa/router';
+import { Readable } from 'node:stream';
+import { renderDocx } from '../../lib/adapters/docx/transcript';
+import { compositionWords } from '../../lib/app/composition-words';
+import { compositionOf } from '../../lib/app/text-edits';
+import { keptTranscripts } from '../../lib/app/transcripts';
+import { notFound } from '../../lib/domain/errors';
+import type { Word } from '../../lib/domain/edl';
+import { transcriptBlocks, type SpeakerLabels, type TranscriptOptions } from '../../lib/domain/transcript/document';
+import { renderHtml, renderMarkdown, renderRtf, renderSrt, renderTxt, type TranscriptSource } from '../../lib/domain/transcript/formats';
+import type { ApiContext } from '../../lib/http/middleware';
+import type { SchemaRegistry } from '../../lib/http/schemas';
+import type { BlobStore } from '../../lib/ports/blob-store';
+import { loadProjectView, type CompositionView, type ProjectViewDeps } from './project-view';
+
+/**
+ * `POST /v1/export/transcript`: the composition's derived transcript as a file. A read, so the
+ * query API answers it (the gateway sends this POST here) after the token's writes are projected.
+ */
+
+export type ExportTranscriptRequest = {
+  project_id: string;
+  format: ExportFormat;
+  composition_id?: string;
+  include_speaker_labels?: SpeakerLabels;
+  include_markers?: boolean;
+  timecodes?: {
+    frequency_seconds?: number;
+    on_paragraphs?: boolean;
+    on_speakers?: boolean;
+    on_markers?: boolean;
+    offset_seconds?: number;
+  };
+};
+
+export type ExportFormat = 'txt' | 'markdown' | 'html' | 'rtf' | 'docx' | 'srt';
+
+/** Each format's Content-Type and file extension. */
+const FORMATS = new Map<ExportFormat, { type: string; ext: string }>([
+  ['txt', { type: 'text/plain; charset=utf-8', ext: 'txt' }],
+  ['markdown', { type: 'text/markdown; charset=utf-8', ext: 'md' }],
+  ['html', { type: 'text/html; charset=utf-8', ext: 'html' }],
+  ['rtf', { type: 'application/rtf', ext: 'rtf' }],
+  ['docx', { type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', ext: 'docx' }],
+  ['srt', { type: 'application/x-subrip; charset=utf-8', ext: 'srt' }],
+]);
+
+export function mountExportTranscript(v1: Router, deps: ProjectViewDeps & { blobs: BlobStore; schemas: SchemaRegistry }): void {
+  // Someone exporting a transcript often takes it in a second format: its words stay parsed.
+  const transcripts = keptTranscripts(deps.blobs);
+  v1.post('/export/transcript', async (ctx) => {
+    const { auth } = (ctx as unknown as ApiContext).state;
+    const body = ctx.request.body;
+    deps.schemas.assertBody('export-transcript-request', body);
+    const request = body as ExportTranscriptRequest;
+    const view = await loadProjectView(deps, auth, request.project_id);
+    const composition = chosenComposition(view.compositions, request.composition_id);
+    const words = await compositionWords(deps.blobs, view.project, composition.clips, transcripts);
+    const format = FORMATS.get(request.format)!;
+    ctx.status = 200;
+    const stem = fileStem(composition.name);
+    ctx.attachment(`${stem}.${format.ext}`, { fallback: `${asciiFallback(stem)}.${format.ext}` });
+    ctx.type = format.type;
+    ctx.set('X-Composition-Id', composition.id);
+    ctx.set('Cache-Control', 'private, no-store');
+    ctx.body = rendered(request, composition, words);
+  });
+}
+
+/**
+ * The composition asked for, or the first one with content. One place resolves the request's
+ * `composition_id`: the shared resolver of issue 20 (which also takes `{WEB_URL}/<project_id>/<short_id>`)
+ * replaces `compositionOf` here.
+ */
+function chosenComposition(compositions: readonly CompositionView[], ref: string | undefined): CompositionView {
+  if (ref !== undefined) return compositionOf(compositions, (c) => c.id, ref);
+  const chosen = compositions.find((c) => c.clips.length > 0 && c.duration > 0) ?? compositions[0];
+  if (!chosen) throw notFound('the project has no composition to export');
+  return chosen;
+}
+
+function rendered(request: ExportTranscriptRequest, composition: CompositionView, words: readonly Word[]): Readable {
+  const options = optionsOf(request);
+  if (request.format === 'srt') return streamed(renderSrt(words, options.speakerLabels, options.timecodes?.offsetSeconds ?? 0));
+  const source: TranscriptSource = { title: composition.name, blocks: transcriptBlocks(words, composition.markers, options) };
+  switch (request.format) {
+    case 'txt':
+      return streamed(renderTxt(source));
+    case 'markdown':
+      return streamed(renderMarkdown(source));
+    case 'html':
+      return streamed(renderHtml(source));
+    case 'rtf':
+      return streamed(renderRtf(source));
+    case 'docx':
+      return renderDocx(source);
+    default: {
+      const never: never = request.format;
+      return never;
+    }
+  }
+}
+
+/** Pieces gathered into chunks of about 16 KiB: a write per paragraph or cue would cost a syscall each. */
+function streamed(pieces: Iterable<string>): Readable {
+  return Readable.from(chunked(pieces), { objectMode: false });
+}
+
+function* chunked(pieces: Iterable<string>, size = 16 * 1024): Generator<string> {
+  let chunk = '';
+  for (const piece of pieces) {
+    chunk += piece;
+    if (chunk.length >= size) {
+      yield chunk;
+      chunk = '';
+    }
+  }
+  if (chunk) yield chunk;
+}
+
+/** The request's options with their defaults: labels where the speaker changes, no markers, no timecodes. */
+export function optionsOf(request: ExportTranscriptRequest): TranscriptOptions {
+  const tc = request.timecodes;
+  return {
+    speakerLabels: request.include_speaker_labels ?? 'changes',
+    markers: request.include_markers ?? false,
+    timecodes: tc
+      ? {
+          frequencySeconds: tc.frequency_seconds ?? null,
+          onParagraphs: tc.on_paragraphs ?? true,
+          onSpeakers: tc.on_speakers ?? false,
+          onMarkers: tc.on_markers ?? true,
+          offsetSeconds: tc.offset_seconds ?? 0,
+        }
+      : null,
+  };
+}
+
+/** The composition's name as a file name: no path separators, controls or reserved characters, never empty. */
+export function fileStem(name: string): string {
+  const stem = name
+    .normalize('NFC')
+    .replace(/[\p{Cc}\p{Cf}/\\:*?"<>|]+/gu, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/^\.+/, '')
+    .slice(0, 120)
+    .trim();
+  return stem || 'transcript';
+}
+
+/** The plain `filename=` for clients without RFC 6266: accents dropped, other non-ASCII as `_`. */
+export const asciiFallback = (stem: string): string =>
+  stem
+    .normalize('NFD')
+    .replace(/\p{M}+/gu, '')
+    .replace(/[^\x20-\x7e]/g, '_');

@@ -1,0 +1,161 @@
+import assert from 'node:assert/strict';
+import { ms, type Word } from '../../lib/domain/edl';
+import { CUE_RULES, cues, linesOf } from '../../lib/domain/transcript/cues';
+import { clockTime, DEFAULT_TRANSCRIPT_OPTIONS, subripTime, transcriptBlocks } from '../../lib/domain/transcript/document';
+import { renderHtml, renderMarkdown, renderRtf, renderSrt, renderTxt } from '../../lib/domain/transcript/formats';
+
+/** Issue 22: the transcript module (lib/domain/transcript): cues, blocks and the text formats, pure. */
+
+const word = (text: string, start: number, end = start + 0.3, speaker: string | null = null): Word => ({
+  text,
+  start,
+  end,
+  confidence: 1,
+  speaker,
+});
+
+/** Composition words (times in ms) of speech at about 150 words a minute, sentences of 5 to 16 words, a pause now and then, two speakers. */
+function speech(count: number): Word[] {
+  const vocabulary = [
+    'we',
+    'shipped',
+    'the',
+    'new',
+    'release',
+    'yesterday',
+    'and',
+    'everyone',
+    'was',
+    'extraordinarily',
+    'happy',
+    'about',
+    'it',
+  ];
+  const words: Word[] = [];
+  let t = 0;
+  for (let i = 0; i < count; i++) {
+    const sentenceEnd = i % 11 === 10 || i % 7 === 6;
+    const text = vocabulary[(i * 7) % vocabulary.length] + (sentenceEnd ? '.' : i % 5 === 4 ? ',' : '');
+    const speaker = Math.floor(i / 40) % 2 === 0 ? 'ana.wav' : 'ben.wav';
+    words.push(word(text, ms(t), ms(t + 0.3), speaker));
+    t += i % 53 === 52 ? 2.5 : 0.4;
+  }
+  return words;
+}
+
+describe('transcript: caption cues', () => {
+  it('keeps every cue to two lines of 42 characters and 1 to 7 seconds, and every word once, in order', () => {
+    const words = speech(2000);
+    for (const labels of ['off', 'changes', 'every_paragraph'] as const) {
+      const all = cues(words, { labels });
+      all.forEach((c, i) => {
+        assert.ok(c.lines.length <= CUE_RULES.lines, JSON.stringify(c));
+        for (const line of c.lines) assert.ok(line.length <= CUE_RULES.lineChars, JSON.stringify(c));
+        assert.ok(c.end - c.start <= CUE_RULES.maxSeconds + 1e-9, JSON.stringify(c));
+        const next = all[i + 1];
+        assert.ok(c.end - c.start >= CUE_RULES.minSeconds - 1e-9 || next?.start === c.end, JSON.stringify(c));
+        if (next) assert.ok(next.start >= c.end);
+      });
+      const text = all.map((c) => c.lines.join(' ').replace(/\b(ana|ben)\.wav: /g, '')).join(' ');
+      assert.equal(text, words.map((w) => w.text).join(' '), labels);
+    }
+  });
+
+  it('ends a cue after punctuation when the text allows it, and never spans two speakers', () => {
+    const words = speech(2000);
+    const all = cues(words);
+    const endsAtPunctuation = all.filter((c) => /[.,]$/.test(c.lines[c.lines.length - 1])).length;
+    assert.ok(endsAtPunctuation / all.length > 0.8, `${endsAtPunctuation} of ${all.length}`);
+    const speakerOf = new Map(words.map((w) => [w.start, w.speaker]));
+    for (const c of all) assert.equal(speakerOf.get(c.start), c.speaker);
+  });
+
+  it('labels the first cue of each speaker with "changes", each cue with "every_paragraph"', () => {
+    const words = [word('Hi.', 0, 0.5, 'A'), word('Hello.', 3, 3.5, 'B'), word('Bye.', 6, 6.5, 'B')];
+    assert.deepEqual(
+      cues(words, { labels: 'changes' }).map((c) => c.lines[0]),
+      ['A: Hi.', 'B: Hello.', 'Bye.'],
+    );
+    assert.deepEqual(
+      cues(words, { labels: 'every_paragraph' }).map((c) => c.lines[0]),
+      ['A: Hi.', 'B: Hello.', 'B: Bye.'],
+    );
+  });
+
+  it('stretches a short cue to 1 s only up to the next cue, and cuts a long word at 7 s', () => {
+    const [a, b] = cues([word('a', 0, 0.2), word('b', 1.9, 2), word('c', 3.6, 3.7)]);
+    assert.deepEqual([a.start, a.end, b.start, b.end], [0, 1, 1.9, 2.9]);
+    const [long] = cues([word('mmmmm', 0, 9)]);
+    assert.equal(long.end, 7);
+    const [tight] = cues([word('a', 0, 0.2, 'A'), word('b', 0.5, 0.7, 'B')]);
+    assert.equal(tight.end, 0.5, 'the next speaker starts at 0.5');
+  });
+
+  it('joins a short last word to the cue before it rather than leaving it under 1 s', () => {
+    const words = [word('We', 0), word('shipped', 0.5), word('it.', 2.2, 2.5), word('Right', 2.6, 2.9), word('Yes.', 3, 3.4, 'B')];
+    assert.deepEqual(
+      cues(words).map((c) => [c.start, c.end, c.lines.join(' ')]),
+      [
+        [0, 2.9, 'We shipped it. Right'],
+        [3, 4, 'Yes.'],
+      ],
+    );
+  });
+
+  it('splits two lines where both fit, preferring after punctuation', () => {
+    assert.deepEqual(linesOf(['short', 'one']), ['short one']);
+    const texts = 'We shipped it yesterday, and everyone was happy about the release'.split(' ');
+    assert.deepEqual(linesOf(texts), ['We shipped it yesterday,', 'and everyone was happy about the release']);
+    assert.equal(linesOf(Array.from({ length: 30 }, () => 'word')), null);
+  });
+});
+
+describe('transcript: blocks and formats', () => {
+  const words = [word('a<b>', 0, 0.4, 'Ana & Co'), word('c', 1, 1.4, 'Ana & Co'), word('d', 5, 5.4, 'Ben')];
+  const source = (title = 'T') => ({
+    title,
+    blocks: transcriptBlocks(words, [{ time: 2, label: 'M*' }], { ...DEFAULT_TRANSCRIPT_OPTIONS, markers: true }),
+  });
+
+  it('formats timecodes', () => {
+    assert.equal(clockTime(3723.9), '01:02:03');
+    assert.equal(subripTime(3723.4567), '01:02:03,457');
+    assert.equal(subripTime(0), '00:00:00,000');
+  });
+
+  it('escapes every user text in html, markdown and rtf', () => {
+    const html = [...renderHtml(source('<script>"x"</script>'))].join('');
+    assert.doesNotMatch(html, /<script>|<b>/);
+    assert.match(html, /<title>&lt;script&gt;&quot;x&quot;&lt;\/script&gt;<\/title>/);
+    assert.match(html, /<strong class="speaker">Ana &amp; Co:<\/strong> a&lt;b&gt; c/);
+    const md = [...renderMarkdown(source('# 1. *x*'))].join('');
+    assert.match(md, /^# \\# 1\\?\. \\\*x\\\*\n/);
+    assert.match(md, /## M\\\*/);
+    const rtf = [...renderRtf(source('{😀}\\'))].join('');
+    assert.ok(rtf.includes("\\{\\u-10179\\'3f\\u-8704\\'3f\\}\\\\"), rtf);
+  });
+
+  it('renders lazily: the first piece comes before the words are all read', () => {
+    let read = 0;
+    function* counted(): Generator<Word> {
+      for (const w of speech(9000)) {
+        read++;
+        yield w;
+      }
+    }
+    const txt = renderTxt({ title: 'T', blocks: transcriptBlocks(counted(), [], DEFAULT_TRANSCRIPT_OPTIONS) });
+    txt.next();
+    txt.next();
+    assert.ok(read < 200, `${read} words read for the first paragraph`);
+    read = 0;
+    const srt = renderSrt(counted(), 'off');
+    srt.next();
+    assert.ok(read < 50, `${read} words read for the first cue`);
+  });
+
+  it('renders an empty transcript as a document with its title only', () => {
+    const empty = { title: 'T', blocks: transcriptBlocks([], [], DEFAULT_TRANSCRIPT_OPTIONS) };
+    assert.equal([...renderTxt(empty)].join(''), 'T\n');
+    assert.equal([...renderSrt([], 'changes')].join(''), '');
+  });
+});
