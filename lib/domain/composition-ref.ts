@@ -57,3 +57,23 @@ function shortIdOfUrl(ref: string, projectId: string, webUrl: string, field: str
   }
   return parts[1];
 }
+
+/**
+ * The composition a request acts on (publish and export): the one `ref` names in any of the three
+ * forms, or, without `ref`, the first that has content, skipping the empty placeholder that leads
+ * projects made by an agent or import job; a project with none at all is `not_found`.
+ */
+export function chooseComposition<C extends { readonly id: string; readonly short_id: string }>(
+  compositions: readonly C[],
+  ref: string | undefined,
+  context: { readonly projectId: string; readonly webUrl: string; readonly hasContent: (c: C) => boolean },
+): C {
+  if (ref !== undefined) {
+    const listing = compositions.map((c) => ({ composition_id: c.id, short_id: c.short_id }));
+    const id = resolveCompositionRef(ref, { project_id: context.projectId, compositions: listing }, context.webUrl);
+    return compositions.find((c) => c.id === id)!;
+  }
+  const chosen = compositions.find(context.hasContent) ?? compositions[0];
+  if (!chosen) throw notFound(`project ${context.projectId} has no composition`);
+  return chosen;
+}

@@ -2,16 +2,15 @@ import type Router from '@koa/router';
 import { Readable } from 'node:stream';
 import { renderDocx } from '../../lib/adapters/docx/transcript';
 import { compositionWords } from '../../lib/app/composition-words';
-import { compositionOf } from '../../lib/app/text-edits';
+import { chooseComposition } from '../../lib/domain/composition-ref';
 import { keptTranscripts } from '../../lib/app/transcripts';
-import { notFound } from '../../lib/domain/errors';
 import type { Word } from '../../lib/domain/edl';
 import { transcriptBlocks, type SpeakerLabels, type TranscriptOptions } from '../../lib/domain/transcript/document';
 import { renderHtml, renderMarkdown, renderRtf, renderSrt, renderTxt, type TranscriptSource } from '../../lib/domain/transcript/formats';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
 import type { BlobStore } from '../../lib/ports/blob-store';
-import { loadProjectView, type CompositionView, type ProjectViewDeps } from './project-view';
+import { loadProjectView, type ProjectViewDeps } from './project-view';
 
 /**
  * `POST /v1/export/transcript`: the composition's derived transcript as a file. A read, so the
@@ -45,7 +44,10 @@ const FORMATS = new Map<ExportFormat, { type: string; ext: string }>([
   ['srt', { type: 'application/x-subrip; charset=utf-8', ext: 'srt' }],
 ]);
 
-export function mountExportTranscript(v1: Router, deps: ProjectViewDeps & { blobs: BlobStore; schemas: SchemaRegistry }): void {
+export function mountExportTranscript(
+  v1: Router,
+  deps: ProjectViewDeps & { blobs: BlobStore; schemas: SchemaRegistry; webUrl: string },
+): void {
   // Someone exporting a transcript often takes it in a second format: its words stay parsed.
   const transcripts = keptTranscripts(deps.blobs);
   v1.post('/export/transcript', async (ctx) => {
@@ -54,7 +56,11 @@ export function mountExportTranscript(v1: Router, deps: ProjectViewDeps & { blob
     deps.schemas.assertBody('export-transcript-request', body);
     const request = body as ExportTranscriptRequest;
     const view = await loadProjectView(deps, auth, request.project_id);
-    const composition = chosenComposition(view.compositions, request.composition_id);
+    const composition = chooseComposition(view.compositions, request.composition_id, {
+      projectId: request.project_id,
+      webUrl: deps.webUrl,
+      hasContent: (c) => c.clips.length > 0 && c.duration > 0,
+    });
     const words = await compositionWords(deps.blobs, view.project, composition.clips, transcripts);
     const format = FORMATS.get(request.format)!;
     ctx.status = 200;
@@ -65,18 +71,6 @@ export function mountExportTranscript(v1: Router, deps: ProjectViewDeps & { blob
     ctx.set('Cache-Control', 'private, no-store');
     ctx.body = rendered(request, composition, words);
   });
-}
-
-/**
- * The composition asked for, or the first one with content. One place resolves the request's
- * `composition_id`: the shared resolver of issue 20 (which also takes `{WEB_URL}/<project_id>/<short_id>`)
- * replaces `compositionOf` here.
- */
-function chosenComposition(compositions: readonly CompositionView[], ref: string | undefined): CompositionView {
-  if (ref !== undefined) return compositionOf(compositions, (c) => c.id, ref);
-  const chosen = compositions.find((c) => c.clips.length > 0 && c.duration > 0) ?? compositions[0];
-  if (!chosen) throw notFound('the project has no composition to export');
-  return chosen;
 }
 
 function rendered(request: ExportTranscriptRequest, composition: CompositionView, words: readonly Word[]): Readable {

@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import { Readable } from 'node:stream';
 import type { Context } from 'koa';
-import { compositionOf } from '../../lib/app/text-edits';
+import { chooseComposition } from '../../lib/domain/composition-ref';
 import { zipLength, zipStream, type ZipEntry } from '../../lib/adapters/zip/zip-stream';
 import type { Clip, Marker } from '../../lib/domain/edl';
 import { invalidInput, notFound } from '../../lib/domain/errors';
@@ -30,7 +30,8 @@ import { loadProjectView, type CompositionView, type ProjectViewDeps } from './p
  * gateways send this one POST here) after the token's writes are projected, as every read.
  */
 
-export type TimelineExportDeps = ProjectViewDeps & { blobs: BlobStore; schemas: SchemaRegistry; store: EventStore };
+/** `webUrl`: a `composition_id` may be a project URL of this site. */
+export type TimelineExportDeps = ProjectViewDeps & { blobs: BlobStore; schemas: SchemaRegistry; store: EventStore; webUrl: string };
 
 type Body = { project_id: string; composition_id?: string; format: TimelineFormat };
 
@@ -45,7 +46,11 @@ export function mountTimelineExport(v1: Router, deps: TimelineExportDeps): void 
     const query: Record<string, unknown> = { ...ctx.query };
     deps.schemas.assertQuery('timeline-export-query', query);
     const view = await loadProjectView(deps, auth, body.project_id);
-    const entry = chosenComposition(view.compositions, body.composition_id);
+    const entry = chooseComposition(view.compositions, body.composition_id, {
+      projectId: body.project_id,
+      webUrl: deps.webUrl,
+      hasContent: (c) => c.clips.length > 0,
+    });
     const { input, stored } = await exportInput(deps, view.project, entry.id);
     const file = renderTimeline(body.format, input);
     ctx.set('X-Composition-Id', entry.id);
@@ -73,18 +78,6 @@ async function exportInput(deps: TimelineExportDeps, project: ProjectDoc, compos
     media: timelineMedia(project.media, stored, clips),
   };
   return { input, stored };
-}
-
-/**
- * The composition the body names, or the project's first with content. The id's two forms (UUID,
- * 5-character short id) are resolved by `compositionOf` here; issue 20's shared composition-id
- * resolver takes its place when it lands.
- */
-function chosenComposition(compositions: readonly CompositionView[], ref: string | undefined): CompositionView {
-  if (ref !== undefined) return compositionOf(compositions, (c) => c.id, ref);
-  const chosen = compositions.find((c) => c.clips.length > 0) ?? compositions[0];
-  if (!chosen) throw notFound('the project has no composition to export');
-  return chosen;
 }
 
 /**

@@ -14,7 +14,7 @@ import type { DomainEvent } from '../../lib/domain/events';
 import { cutRanges, type Clip, type TimeSpan } from '../../lib/domain/edl';
 import { shortIdOf, streams } from '../../lib/domain/ids';
 import { projectDecider } from '../../lib/domain/project';
-import { startHarness, type Harness } from '../fixtures/harness';
+import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
 import { readCmx3600, readFcpxml, readOtio, type ReadClip } from '../fixtures/timeline-readers';
 import { waitFor } from '../fixtures/wait';
 
@@ -202,6 +202,14 @@ describe('timeline export (HTTP, embedded adapters)', function () {
     );
     assert.match(edl.headers['content-type'], /^text\/plain/);
     assert.deepEqual(readCmx3600(edl.text, 25).clips, want);
+    // The third form of a composition id: the project URL of this site (the shared resolver).
+    const byUrl = await exportTimeline({
+      ...body,
+      composition_id: `${WEB_URL}/${talk.projectId}/${shortIdOf(talk.compositionId)}`,
+      format: 'edl',
+    });
+    assert.equal(byUrl.status, 200, byUrl.text);
+    assert.equal(byUrl.headers['x-composition-id'], talk.compositionId);
     const marker = [{ frame: 75, label: 'Question & answer' }]; // 3 s in, after the cuts
     assert.deepEqual(readCmx3600(edl.text, 25).markers, marker);
     const otio = await exportTimeline({ ...body, format: 'otio' });
@@ -255,7 +263,7 @@ with zipfile.ZipFile(sys.argv[1]) as z:
       [{ ...ok, format: 'xml' }, '', /format must be one of "fcpxml", "edl", "otio"/],
       [{ ...ok, speakers: true }, '', /speakers is not a known field/],
       [{ ...ok, project_id: 'nope' }, '', /project_id "nope" is not a UUID/],
-      [{ ...ok, composition_id: 'first' }, '', /composition_id "first" is not a UUID or a 5-character short id/],
+      [{ ...ok, composition_id: 'first' }, '', /composition_id must be a composition UUID, a 5-character short id, or a project URL/],
       [ok, '?with_media=maybe', /with_media must be boolean/],
       [ok, '?zip=1', /zip is not a known field/],
     ];
