@@ -12,6 +12,7 @@ import { measureReplay } from './replay';
 import { measureSearch } from './search';
 import { measureWebhooks } from './webhooks';
 import { measureDownloads } from './downloads';
+import { measureExports } from './export-transcript';
 import { measureEngine, type EngineFigures } from './engine';
 import { measureRender, renderRows } from './render';
 
@@ -245,8 +246,28 @@ async function render(): Promise<boolean> {
   return rows.every((r) => r.met !== false);
 }
 
+/** (j) transcript export of a one-hour composition in each format against GET /v1/projects/{id} (bench/export-transcript.ts). */
+async function exports(): Promise<boolean> {
+  phase('(j) transcript export: a one-hour composition (9,000 words) in each format, against GET /v1/projects/{id} of it');
+  const j = await measureExports();
+  const goalOf = (format: string) => (format === 'docx' ? 10 : 3);
+  const rows: Row[] = [{ figure: '(j) GET /v1/projects/{id} of the project (baseline)', value: `${j.projectMs.toFixed(1)} ms` }];
+  for (const [format, f] of Object.entries(j.formats)) {
+    rows.push({
+      figure: `(j) POST /v1/export/transcript, ${format}`,
+      value: `${f.ms.toFixed(1)} ms`,
+      ratio: `${f.ratio.toFixed(1)}×`,
+      goal: `<= ${goalOf(format)}×`,
+      met: f.ratio <= goalOf(format),
+    });
+  }
+  console.log(`\n(j) transcript export (${j.words} words)\n`);
+  printTable(rows);
+  return rows.every((r) => r.met !== false);
+}
+
 /** Phases that need nothing of the HTTP figures' set-up: BENCH_ONLY made of these runs them alone. */
-const STANDALONE: Record<string, () => Promise<boolean>> = { f: engine, g: downloads, h: compositionFold, i: render };
+const STANDALONE: Record<string, () => Promise<boolean>> = { f: engine, g: downloads, h: compositionFold, i: render, j: exports };
 
 async function main() {
   if (ONLY && [...ONLY].every((letter) => letter in STANDALONE)) {
@@ -477,6 +498,7 @@ async function main() {
     if (runs('g')) await downloads();
     if (runs('h')) await compositionFold();
     if (runs('i')) await render();
+    if (runs('j')) await exports();
   } finally {
     for (const s of started.reverse()) await stop(s);
     rmSync(dataDir, { recursive: true, force: true });

@@ -10,7 +10,7 @@ import { renderHtml, renderMarkdown, renderRtf, renderSrt, renderTxt, type Trans
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
 import type { BlobStore } from '../../lib/ports/blob-store';
-import { loadProjectView, type ProjectViewDeps } from './project-view';
+import { loadProjectView, type CompositionView, type ProjectViewDeps } from './project-view';
 
 /**
  * `POST /v1/export/transcript`: the composition's derived transcript as a file. A read, so the

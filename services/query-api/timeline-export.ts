@@ -21,7 +21,7 @@ import type { BlobStore } from '../../lib/ports/blob-store';
 import type { EventStore } from '../../lib/ports/event-store';
 import { COMPOSITIONS } from '../../lib/read-models/compositions';
 import type { ProjectDoc, ProjectMediaEntry } from '../../lib/read-models/projects';
-import { loadProjectView, type CompositionView, type ProjectViewDeps } from './project-view';
+import { loadProjectView, type ProjectViewDeps } from './project-view';
 
 /**
  * `POST /v1/export/timeline` (issue 22 item 6, beyond the spec): a composition as a timeline other
