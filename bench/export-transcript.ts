@@ -37,7 +37,8 @@ function hourOfWords(): Word[] {
   }));
 }
 
-async function seed(h: Harness): Promise<string> {
+/** A project whose one composition plays a one-hour recording with `words` (default: the export's hour); its id. */
+export async function seed(h: Harness, words: Word[] = hourOfWords()): Promise<string> {
   const projectId = randomUUID();
   const compositionId = randomUUID();
   const write = { newId: randomUUID, metadata: { partition_key: projectId } };
@@ -49,7 +50,6 @@ async function seed(h: Harness): Promise<string> {
     { type: 'CreateProject', project: { ...project, created_by: randomUUID(), job_id: null }, now: AT },
     write,
   );
-  const words = hourOfWords();
   const stored = await storeTranscript(h.processorDeps.blobs, words);
   const common = { project_id: projectId, job_id: null as unknown as string };
   const events: DomainEvent[] = [

@@ -11,6 +11,7 @@ import { admin, build, killAll, ROOT, startBaseline, startService, stop, type St
 import { measureReplay } from './replay';
 import { measureSearch } from './search';
 import { measureWebhooks } from './webhooks';
+import { measureAgentFillers } from './agent-fillers';
 import { measureDownloads } from './downloads';
 import { measureExports } from './export-transcript';
 import { measureEngine, type EngineFigures } from './engine';
@@ -266,8 +267,36 @@ async function exports(): Promise<boolean> {
   return rows.every((r) => r.met !== false);
 }
 
+/** (k) "remove filler words" on a one-hour transcript, job creation to stop, against GET /v1/projects/{id} (bench/agent-fillers.ts). */
+async function agentTurn(): Promise<boolean> {
+  phase('(k) agent: "remove filler words" on a one-hour transcript (9,000 words, 300 fillers), against GET /v1/projects/{id}');
+  const k = await measureAgentFillers();
+  const ratio = k.turnMs / k.projectMs;
+  const met = ratio <= 10 && k.eventsPerTurn.every((n) => n === 1);
+  console.log(`\n(k) agent turn (${k.words} words, ${k.fillers} fillers)\n`);
+  printTable([
+    { figure: '(k) GET /v1/projects/{id} of the project (baseline)', value: `${k.projectMs.toFixed(1)} ms` },
+    {
+      figure: '(k) "remove filler words": created → stopped',
+      value: `${k.turnMs.toFixed(0)} ms`,
+      ratio: `${ratio.toFixed(1)}×`,
+      goal: '<= 10×',
+      met,
+    },
+    { figure: '    composition events per turn', value: k.eventsPerTurn.join(' ') },
+  ]);
+  return met;
+}
+
 /** Phases that need nothing of the HTTP figures' set-up: BENCH_ONLY made of these runs them alone. */
-const STANDALONE: Record<string, () => Promise<boolean>> = { f: engine, g: downloads, h: compositionFold, i: render, j: exports };
+const STANDALONE: Record<string, () => Promise<boolean>> = {
+  f: engine,
+  g: downloads,
+  h: compositionFold,
+  i: render,
+  j: exports,
+  k: agentTurn,
+};
 
 async function main() {
   if (ONLY && [...ONLY].every((letter) => letter in STANDALONE)) {
@@ -499,6 +528,7 @@ async function main() {
     if (runs('h')) await compositionFold();
     if (runs('i')) await render();
     if (runs('j')) await exports();
+    if (runs('k')) await agentTurn();
   } finally {
     for (const s of started.reverse()) await stop(s);
     rmSync(dataDir, { recursive: true, force: true });
