@@ -7,7 +7,7 @@ import { toolsetOf, type AgentTool, type ToolContext, type Toolset } from './too
 /**
  * The editing tools (lib/domain/agent/tools) as the turn loop runs them: arguments checked against
  * each tool's schema, a refusal turned into an `invalid_input` the model reads as the call's
- * result, the composition a call is about defaulted (the request's, else the first with content),
+ * result (the turn decides the planned changes itself, on the composition deciders: turn-edits.ts), the composition a call is about defaulted (the request's, else the first with content),
  * and, for the tools that read the media itself, its silences measured first (SilenceDetector,
  * kept per blob, so a media file is measured once).
  */

@@ -1,6 +1,17 @@
-import { compositionDuration, cutRange, keepRange, ms } from '../../edl';
+import { compositionDuration, keepRange, ms } from '../../edl';
 import { rangesWithin, totalSeconds } from '../timeline';
-import { askedSeconds, clock, compositionArgument, nowLasts, plural, secondsText, targetOf, ToolInputError, type AgentTool } from './tool';
+import {
+  askedSeconds,
+  clock,
+  compositionArgument,
+  nowLasts,
+  nowLastsAfterCut,
+  plural,
+  secondsText,
+  targetOf,
+  ToolInputError,
+  type AgentTool,
+} from './tool';
 
 /** Cutting and keeping composition time: the tools every other cut reduces to. */
 
@@ -34,10 +45,9 @@ export const cutRanges: AgentTool = {
         changes: [],
         summary: `Nothing to cut: the ranges are past the end of ${target.name} (${clock(compositionDuration(target.clips))})`,
       };
-    const clips = ranges.reduceRight((c, r) => cutRange(c, r.from, r.to), [...target.clips]);
     return {
       changes: [{ composition_id: target.composition_id, edit: { kind: 'cut', ranges } }],
-      summary: `Cut ${plural(ranges.length, 'range')} (${secondsText(totalSeconds(ranges))}) from ${target.name}; ${nowLasts({ clips })}`,
+      summary: `Cut ${plural(ranges.length, 'range')} (${secondsText(totalSeconds(ranges))}) from ${target.name}; ${nowLastsAfterCut(target, ranges)}`,
     };
   },
 };
@@ -93,13 +103,12 @@ export const trim: AgentTool = {
       { from: 0, to: start },
       { from: duration - end, to: duration },
     ]);
-    const clips = ranges.reduceRight((c, r) => cutRange(c, r.from, r.to), [...target.clips]);
     const what = [start > 0 && `the first ${askedSeconds(start)}`, end > 0 && `the last ${askedSeconds(end)}`]
       .filter(Boolean)
       .join(' and ');
     return {
       changes: [{ composition_id: target.composition_id, edit: { kind: 'cut', ranges } }],
-      summary: `Trimmed ${what} of ${target.name}; ${nowLasts({ clips })}`,
+      summary: `Trimmed ${what} of ${target.name}; ${nowLastsAfterCut(target, ranges)}`,
     };
   },
 };

@@ -43,6 +43,12 @@ export interface Toolbox {
   readonly schemas: readonly ToolSchema[];
   /** Validates the call's arguments against the tool's schema, runs it, and applies its changes to `model`. */
   run(model: ProjectModel, call: Pick<ToolCall, 'name' | 'arguments'>, ctx: ToolContext): ToolCallResult;
+  /** As `run`, without applying the changes: for a caller that decides them itself (the turn loop does, on the deciders). */
+  plan(
+    model: ProjectModel,
+    call: Pick<ToolCall, 'name' | 'arguments'>,
+    ctx: ToolContext,
+  ): { readonly ok: true; readonly outcome: ToolOutcome } | { readonly ok: false; readonly error: string };
 }
 
 /** The tools with their argument schemas compiled once (a broken schema fails here, not on a call). */
@@ -51,16 +57,30 @@ export function createToolbox(tools: readonly AgentTool[] = AGENT_TOOLS): Toolbo
   const byName = new Map<string, { tool: AgentTool; valid: ValidateFunction }>(
     tools.map((tool) => [tool.schema.name, { tool, valid: ajv.compile(tool.schema.parameters) }]),
   );
+  const plan: Toolbox['plan'] = (model, call, ctx) => {
+    const found = byName.get(call.name);
+    if (!found) return { ok: false, error: `there is no tool "${call.name}"; the tools are ${[...byName.keys()].join(', ')}` };
+    if (!found.valid(call.arguments)) return { ok: false, error: `${call.name}: ${argumentError(found.valid.errors?.[0])}` };
+    try {
+      return { ok: true, outcome: found.tool.run(model, call.arguments, ctx) };
+    } catch (err) {
+      if (err instanceof ToolInputError) return { ok: false, error: `${call.name}: ${err.message}` };
+      throw err;
+    }
+  };
   return {
     schemas: tools.map((t) => t.schema),
+    plan,
     run(model, call, ctx) {
-      const found = byName.get(call.name);
-      if (!found) return { ok: false, error: `there is no tool "${call.name}"; the tools are ${[...byName.keys()].join(', ')}` };
-      if (!found.valid(call.arguments)) return { ok: false, error: `${call.name}: ${argumentError(found.valid.errors?.[0])}` };
+      const planned = plan(model, call, ctx);
+      if (!planned.ok) return planned;
       try {
-        const outcome = found.tool.run(model, call.arguments, ctx);
         const snapshots = snapshotsOf(ctx);
-        return { ok: true, outcome, model: outcome.changes.reduce((m, change) => applyChange(m, change, snapshots), model) };
+        return {
+          ok: true,
+          outcome: planned.outcome,
+          model: planned.outcome.changes.reduce((m, change) => applyChange(m, change, snapshots), model),
+        };
       } catch (err) {
         if (err instanceof ToolInputError) return { ok: false, error: `${call.name}: ${err.message}` };
         throw err;

@@ -1,7 +1,7 @@
-import { cutRange, type Word } from '../../edl';
+import type { Word } from '../../edl';
 import type { TimeRange } from '../edits';
 import { mergeRanges, totalSeconds } from '../timeline';
-import { compositionArgument, normalWord, nowLasts, plural, secondsText, targetOf, wordsOf, type AgentTool } from './tool';
+import { compositionArgument, normalWord, nowLastsAfterCut, plural, secondsText, targetOf, wordsOf, type AgentTool } from './tool';
 
 /**
  * Retakes: a speaker who stumbles starts the sentence again and says it anew. The rule:
@@ -77,10 +77,9 @@ export const removeRetakes: AgentTool = {
     const found = retakes(words, (args.window_seconds as number | undefined) ?? DEFAULT_WINDOW_SECONDS);
     if (found.length === 0) return { changes: [], summary: `Found no retakes in ${target.name}; nothing changed` };
     const ranges: TimeRange[] = mergeRanges(found.map(([i, j]) => ({ from: words[i].start, to: words[j].start })));
-    const clips = ranges.reduceRight((c, r) => cutRange(c, r.from, r.to), [...target.clips]);
     return {
       changes: [{ composition_id: target.composition_id, edit: { kind: 'cut', ranges } }],
-      summary: `Removed ${plural(found.length, 'retake')} (${secondsText(totalSeconds(ranges))}) from ${target.name}; ${nowLasts({ clips })}`,
+      summary: `Removed ${plural(found.length, 'retake')} (${secondsText(totalSeconds(ranges))}) from ${target.name}; ${nowLastsAfterCut(target, ranges)}`,
     };
   },
 };

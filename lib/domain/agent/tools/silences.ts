@@ -1,10 +1,10 @@
-import { cutRange, ms } from '../../edl';
+import { ms } from '../../edl';
 import type { ModelComposition, TimeRange } from '../edits';
 import { compositionRangesOf, mergeRanges, totalSeconds } from '../timeline';
 import {
   askedSeconds,
   compositionArgument,
-  nowLasts,
+  nowLastsAfterCut,
   plural,
   secondsText,
   targetOf,
@@ -30,10 +30,9 @@ export function compositionSilences(target: ModelComposition, ctx: ToolContext):
 }
 
 const cutOutcome = (target: ModelComposition, ranges: TimeRange[], what: string) => {
-  const clips = ranges.reduceRight((c, r) => cutRange(c, r.from, r.to), [...target.clips]);
   return {
     changes: [{ composition_id: target.composition_id, edit: { kind: 'cut' as const, ranges } }],
-    summary: `${what} (${secondsText(totalSeconds(ranges))} removed) in ${target.name}; ${nowLasts({ clips })}`,
+    summary: `${what} (${secondsText(totalSeconds(ranges))} removed) in ${target.name}; ${nowLastsAfterCut(target, ranges)}`,
   };
 };
 

@@ -1,4 +1,5 @@
-import { compositionDuration, compositionTranscript, type Word } from '../../edl';
+import { compositionDuration, compositionTranscript, ms, type Word } from '../../edl';
+import { rangesWithin, totalSeconds } from '../timeline';
 import type { ToolSchema } from '../../../ports/agent-model';
 import type { CompositionSnapshot } from '../apply';
 import type { ModelComposition, ProjectModel, TimeRange, ToolOutcome } from '../edits';
@@ -72,10 +73,14 @@ export function wordsOf(model: ProjectModel, c: Pick<ModelComposition, 'clips'>)
 
 /** A word as compared: lower case, without punctuation around or inside it (apostrophes kept). */
 export const normalWord = (text: string): string =>
-  text
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}']+/gu, '')
-    .replace(/^'+|'+$/g, '');
+  // Most words are plain lower-case ASCII already: those skip the Unicode-aware replaces.
+  PLAIN.test(text)
+    ? text
+    : text
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}']+/gu, '')
+        .replace(/^'+|'+$/g, '');
+const PLAIN = /^[a-z0-9]+$/;
 
 /** 192.6 → "3:12.6"; 3723.4 → "1:02:03.4". */
 export function clock(seconds: number): string {
@@ -95,3 +100,11 @@ export const plural = (n: number, one: string, many = `${one}s`): string => `${n
 
 /** "…; it is now 3:12.6", from the clips after the change. */
 export const nowLasts = (c: Pick<ModelComposition, 'clips'>): string => `it is now ${clock(compositionDuration(c.clips))}`;
+
+/**
+ * "…; it is now 3:12.6" after cutting `ranges`, counted rather than cut: the ranges, merged and
+ * within the composition, remove exactly their length (a summary shows tenths; cutting 300 ranges
+ * only to say how long the rest is cost a long composition's turn more than the edit).
+ */
+export const nowLastsAfterCut = (c: Pick<ModelComposition, 'clips'>, ranges: readonly TimeRange[]): string =>
+  `it is now ${clock(ms(compositionDuration(c.clips) - totalSeconds(rangesWithin(c.clips, ranges))))}`;

@@ -1,7 +1,17 @@
-import { cutRange, type Word } from '../../edl';
+import type { Word } from '../../edl';
 import type { TimeRange } from '../edits';
 import { mergeRanges, totalSeconds } from '../timeline';
-import { compositionArgument, normalWord, nowLasts, plural, secondsText, targetOf, ToolInputError, wordsOf, type AgentTool } from './tool';
+import {
+  compositionArgument,
+  normalWord,
+  nowLastsAfterCut,
+  plural,
+  secondsText,
+  targetOf,
+  ToolInputError,
+  wordsOf,
+  type AgentTool,
+} from './tool';
 
 /**
  * Removing words from the transcript: each removed word's own span [start, end) is cut, nothing
@@ -44,6 +54,7 @@ export function repeatedWords(words: readonly Word[]): number[] {
 
 /** Indexes of the words equal to one of `listed` (each a word or a phrase of words). */
 function listedWords(words: readonly Word[], listed: readonly string[]): number[][] {
+  if (listed.length === 0) return [];
   const tokens = words.map((w) => normalWord(w.text));
   const phrases = listed.map((p) => p.split(/\s+/).map(normalWord).filter(Boolean)).filter((p) => p.length > 0);
   const spans: number[][] = [];
@@ -98,10 +109,9 @@ export const removeWords: AgentTool = {
     if (removed.length === 0) return { changes: [], summary: `Found no ${kind} words in ${target.name}; nothing changed` };
     const count = new Set(spans.map((s) => s.join(','))).size; // "um um" is two fillers and one repeat, not three
     const ranges = spanRanges(words, removed);
-    const clips = ranges.reduceRight((c, r) => cutRange(c, r.from, r.to), [...target.clips]);
     return {
       changes: [{ composition_id: target.composition_id, edit: { kind: 'cut', ranges } }],
-      summary: `Removed ${plural(count, `${kind} word`)} (${secondsText(totalSeconds(ranges))}) from ${target.name}; ${nowLasts({ clips })}`,
+      summary: `Removed ${plural(count, `${kind} word`)} (${secondsText(totalSeconds(ranges))}) from ${target.name}; ${nowLastsAfterCut(target, ranges)}`,
     };
   },
 };
