@@ -6,7 +6,15 @@ import { join } from 'node:path';
 import { joinGroup, kafkaSuite } from '../fixtures/kafka';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
-import { admin, apiClient, buildOnce, staleReadsAfterWrites, startService, type ServiceProcess } from '../fixtures/service-process';
+import {
+  admin,
+  apiClient,
+  buildOnce,
+  printWarnings,
+  staleReadsAfterWrites,
+  startService,
+  type ServiceProcess,
+} from '../fixtures/service-process';
 import { waitFor } from '../fixtures/wait';
 import { startWebhookReceiver } from '../fixtures/webhook-receiver';
 
@@ -74,19 +82,7 @@ describe('e2e: read-your-writes across separate command-api and query-api replic
   });
 
   afterEach(function () {
-    if (this.currentTest?.state !== 'failed') return;
-    for (const svc of services) {
-      const warnings = svc
-        .output()
-        .split('\n')
-        .filter((line) => /"level":[456]0/.test(line));
-      console.log(
-        warnings
-          .slice(-10)
-          .map((line) => `      ${line.slice(0, 400)}`)
-          .join('\n'),
-      );
-    }
+    if (this.currentTest?.state === 'failed') for (const svc of services) printWarnings(svc, 10);
   });
 
   it('holds the partitions of the projections group between the two replicas', () => {

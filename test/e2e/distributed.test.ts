@@ -7,7 +7,15 @@ import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store'
 import { joinGroup, kafkaSuite } from '../fixtures/kafka';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
-import { admin, apiClient, buildOnce, staleReadsAfterWrites, startService, type ServiceProcess } from '../fixtures/service-process';
+import {
+  admin,
+  apiClient,
+  buildOnce,
+  printWarnings,
+  staleReadsAfterWrites,
+  startService,
+  type ServiceProcess,
+} from '../fixtures/service-process';
 import { waitFor } from '../fixtures/wait';
 import { startWebhookReceiver } from '../fixtures/webhook-receiver';
 
@@ -66,17 +74,7 @@ describe('e2e: distributed mode, Kafka as the log', function () {
 
   // A failed scenario shows what the service logged at warn and above: the worker is out of sight.
   afterEach(function () {
-    if (this.currentTest?.state !== 'failed' || !svc) return;
-    const warnings = svc
-      .output()
-      .split('\n')
-      .filter((line) => /"level":[456]0/.test(line));
-    console.log(
-      warnings
-        .slice(-30)
-        .map((line) => `      ${line.slice(0, 500)}`)
-        .join('\n'),
-    );
+    if (this.currentTest?.state === 'failed' && svc) printWarnings(svc, 30);
   });
 
   // ---------------------------------------------------------------- helpers
