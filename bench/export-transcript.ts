@@ -1,12 +1,6 @@
-import { randomUUID } from 'node:crypto';
-import { handleCommand } from '../lib/app/command-handler';
-import { storeTranscript } from '../lib/app/transcripts';
-import { compositionDecider } from '../lib/domain/composition';
 import type { Word } from '../lib/domain/edl';
-import type { DomainEvent } from '../lib/domain/events';
-import { shortIdOf, streams } from '../lib/domain/ids';
-import { projectDecider } from '../lib/domain/project';
 import { startHarness, type Harness } from '../test/fixtures/harness';
+import { seedTranscribedProject } from '../test/fixtures/seed-project';
 
 /**
  * Transcript export (issue 22): `npx tsx bench/export-transcript.ts`. One project whose
@@ -21,7 +15,6 @@ import { startHarness, type Harness } from '../test/fixtures/harness';
 const WORDS = Math.max(1, Number(process.env.BENCH_EXPORT_WORDS ?? 9000));
 const ROUNDS = Math.max(1, Number(process.env.BENCH_EXPORT_ROUNDS ?? 7));
 const FORMATS = ['txt', 'markdown', 'html', 'rtf', 'srt', 'docx'] as const;
-const AT = '2026-01-01T00:00:00.000Z';
 
 export type ExportFigures = { words: number; projectMs: number; formats: Record<string, { ms: number; ratio: number; bytes: number }> };
 
@@ -39,75 +32,8 @@ function hourOfWords(): Word[] {
 
 /** A project whose one composition plays a one-hour recording with `words` (default: the export's hour); its id. */
 export async function seed(h: Harness, words: Word[] = hourOfWords()): Promise<string> {
-  const projectId = randomUUID();
-  const compositionId = randomUUID();
-  const write = { newId: randomUUID, metadata: { partition_key: projectId } };
-  const project = { project_id: projectId, drive_id: h.drive.drive_id, name: 'Bench', folder_path: null, team_access: 'none' as const };
-  await handleCommand(
-    h.store,
-    streams.project(projectId),
-    projectDecider,
-    { type: 'CreateProject', project: { ...project, created_by: randomUUID(), job_id: null }, now: AT },
-    write,
-  );
-  const stored = await storeTranscript(h.processorDeps.blobs, words);
-  const common = { project_id: projectId, job_id: null as unknown as string };
-  const events: DomainEvent[] = [
-    {
-      type: 'MediaImported',
-      data: {
-        ...common,
-        ...{ ref: 'talk.wav', asset_id: null, media_type: 'audio', duration_seconds: 3600, blob_key: null, size_bytes: 1 },
-        ...{ has_audio: true, has_video: false, source_url: null, language: 'en', tracks: null, imported_at: AT },
-      },
-    },
-    {
-      type: 'MediaTranscribed',
-      data: {
-        ...common,
-        ref: 'talk.wav',
-        transcript_key: stored.key,
-        sha256: stored.sha256,
-        word_count: words.length,
-        language: 'en',
-        transcriber: 'bench',
-        transcribed_at: AT,
-      },
-    },
-    {
-      type: 'CompositionAdded',
-      data: {
-        project_id: projectId,
-        composition_id: compositionId,
-        short_id: shortIdOf(compositionId),
-        name: 'One hour',
-        origin: `${projectId}#0`,
-        created_at: AT,
-      },
-    },
-  ];
-  await h.store.append(
-    streams.project(projectId),
-    events.map((e) => ({ id: randomUUID(), type: e.type, data: e.data as never, metadata: write.metadata })),
-    0,
-  );
   const markers = Array.from({ length: 12 }, (_, i) => ({ time: i * 300, label: `Part ${i + 1}` }));
-  const composition = { project_id: projectId, composition_id: compositionId, short_id: shortIdOf(compositionId), name: 'One hour' };
-  const create = {
-    ...composition,
-    clips: [{ media: 'talk.wav', in: 0, out: 3600 }],
-    markers,
-    width: 1920,
-    height: 1080,
-    origin: `${projectId}#0`,
-  };
-  await handleCommand(
-    h.store,
-    streams.composition(compositionId),
-    compositionDecider,
-    { type: 'CreateComposition', composition: create, now: AT },
-    write,
-  );
+  const { projectId } = await seedTranscribedProject(h, { words, duration: 3600, name: 'Bench', compositionName: 'One hour', markers });
   return projectId;
 }
 

@@ -8,14 +8,11 @@ import { promisify } from 'node:util';
 import { resolveFfmpegPaths } from '../../lib/adapters/ffmpeg/binaries';
 import { createFfmpegSilenceDetector } from '../../lib/adapters/ffmpeg/silence';
 import { createDrive } from '../../lib/app/admin';
-import { handleCommand } from '../../lib/app/command-handler';
-import { storeTranscript } from '../../lib/app/transcripts';
-import { compositionDecider } from '../../lib/domain/composition';
 import type { Word } from '../../lib/domain/edl';
-import type { DomainEvent } from '../../lib/domain/events';
-import { shortIdOf, streams } from '../../lib/domain/ids';
+import { streams } from '../../lib/domain/ids';
 import { editingToolset } from '../../services/processors/agent/editing-tools';
 import { startHarness, type Harness } from '../fixtures/harness';
+import { seedTranscribedProject } from '../fixtures/seed-project';
 
 /**
  * Issue 20 end to end on the engine: prompts through `POST /v1/jobs/agent` run by the builtin
@@ -31,7 +28,6 @@ describe('agent edits: the builtin model and the editing tools on real compositi
   let projectId: string;
   let compositionId: string;
   let conversationId: string | undefined;
-  const T = '2026-01-01T00:00:00.000Z';
   const word = (text: string, start: number, end: number): Word => ({ text, start, end, confidence: 0.9, speaker: null });
   const WORDS = [
     word('so', 0.2, 0.5),
@@ -68,70 +64,9 @@ describe('agent edits: the builtin model and the editing tools on real compositi
   after(() => h.close());
 
   async function seedProject(): Promise<{ projectId: string; compositionId: string }> {
-    const project = randomUUID();
-    const composition = randomUUID();
-    const write = { newId: randomUUID, metadata: { partition_key: project } };
-    const blobKey = `${drive.drive_id}/${project}/talk`;
+    const blobKey = `${drive.drive_id}/${randomUUID()}/talk`;
     await h.processorDeps.blobs.put(blobKey, createReadStream(await recording()));
-    const stored = await storeTranscript(h.processorDeps.blobs, WORDS);
-    const common = { project_id: project, job_id: null as unknown as string };
-    const events: DomainEvent[] = [
-      {
-        type: 'ProjectCreated',
-        data: {
-          ...{ project_id: project, drive_id: drive.drive_id, name: 'Talk', folder_path: null, team_access: 'none' },
-          ...{ created_by: 'seed', job_id: null, created_at: T },
-        } as never,
-      },
-      {
-        type: 'MediaImported',
-        data: {
-          ...common,
-          ...{ ref: 'talk.wav', asset_id: null, media_type: 'audio', duration_seconds: 10, blob_key: blobKey, size_bytes: 1000 },
-          ...{ has_audio: true, has_video: false, source_url: null, language: 'en', tracks: null, imported_at: T },
-        },
-      },
-      {
-        type: 'MediaTranscribed',
-        data: {
-          ...common,
-          ...{ ref: 'talk.wav', transcript_key: stored.key, sha256: stored.sha256, word_count: WORDS.length },
-          ...{ language: 'en', transcriber: 'test', transcribed_at: T },
-        },
-      },
-      {
-        type: 'CompositionAdded',
-        data: {
-          project_id: project,
-          composition_id: composition,
-          short_id: shortIdOf(composition),
-          name: 'Main',
-          origin: `${project}#0`,
-          created_at: T,
-        },
-      },
-    ];
-    const appended = await h.store.append(
-      streams.project(project),
-      events.map((e) => ({ id: randomUUID(), type: e.type, data: e.data as never, metadata: write.metadata })),
-      'no_stream',
-    );
-    assert.ok(appended.ok, JSON.stringify(appended));
-    await handleCommand(
-      h.store,
-      streams.composition(composition),
-      compositionDecider,
-      {
-        type: 'CreateComposition',
-        composition: {
-          ...{ project_id: project, composition_id: composition, short_id: shortIdOf(composition), name: 'Main' },
-          ...{ clips: [{ media: 'talk.wav', in: 0, out: 10 }], width: 1920, height: 1080, origin: `${project}#0` },
-        },
-        now: T,
-      },
-      write,
-    );
-    return { projectId: project, compositionId: composition };
+    return seedTranscribedProject(h, { driveId: drive.drive_id, words: WORDS, duration: 10, blobKey });
   }
 
   /** One prompt of the conversation, waited for until stopped; the job's result. */

@@ -1,16 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { systemClock } from '../../lib/adapters/system/clock';
-import { commandHandler, handleCommand } from '../../lib/app/command-handler';
+import { commandHandler } from '../../lib/app/command-handler';
 import { createAuthenticator } from '../../lib/app/tenancy';
-import { storeTranscript } from '../../lib/app/transcripts';
 import { compositionDecider, type CompositionCommand } from '../../lib/domain/composition';
 import type { Word } from '../../lib/domain/edl';
 import { shortIdOf, streams } from '../../lib/domain/ids';
-import { projectDecider } from '../../lib/domain/project';
-import type { DomainEvent } from '../../lib/domain/events';
 import { formatSeconds } from '../../services/query-api/web/html';
 import { startHarness, type Harness } from '../fixtures/harness';
+import { seedTranscribedProject } from '../fixtures/seed-project';
 import { waitFor } from '../fixtures/wait';
 
 /**
@@ -39,91 +37,7 @@ describe('edit by text and deleted compositions (HTTP, embedded adapters)', func
   const TEXT = 'so um we ship uh today the the price';
 
   /** A project with one transcribed 10 s recording and one composition playing all of it, written through the domain. */
-  async function seedProject(name: string): Promise<{ projectId: string; compositionId: string }> {
-    const projectId = randomUUID();
-    const compositionId = randomUUID();
-    const write = { newId: randomUUID, metadata: { partition_key: projectId } };
-    const project = { project_id: projectId, drive_id: h.drive.drive_id, name, folder_path: null, team_access: 'none' as const };
-    await handleCommand(
-      h.store,
-      streams.project(projectId),
-      projectDecider,
-      {
-        type: 'CreateProject',
-        project: { ...project, created_by: me, job_id: null },
-        now: T,
-      },
-      write,
-    );
-    const stored = await storeTranscript(h.processorDeps.blobs, WORDS);
-    const common = { project_id: projectId, job_id: null as unknown as string };
-    const events: DomainEvent[] = [
-      {
-        type: 'MediaImported',
-        data: {
-          ...common,
-          ref: 'talk.wav',
-          asset_id: null,
-          media_type: 'audio',
-          duration_seconds: 10,
-          blob_key: null,
-          size_bytes: 1000,
-          has_audio: true,
-          has_video: false,
-          source_url: null,
-          language: 'en',
-          tracks: null,
-          imported_at: T,
-        },
-      },
-      {
-        type: 'MediaTranscribed',
-        data: {
-          ...common,
-          ref: 'talk.wav',
-          transcript_key: stored.key,
-          sha256: stored.sha256,
-          word_count: WORDS.length,
-          language: 'en',
-          transcriber: 'test',
-          transcribed_at: T,
-        },
-      },
-      {
-        type: 'CompositionAdded',
-        data: {
-          project_id: projectId,
-          composition_id: compositionId,
-          short_id: shortIdOf(compositionId),
-          name: 'Main',
-          origin: `${projectId}#0`,
-          created_at: T,
-        },
-      },
-    ];
-    const appended = await h.store.append(
-      streams.project(projectId),
-      events.map((e) => ({ id: randomUUID(), type: e.type, data: e.data as never, metadata: write.metadata })),
-      0,
-    );
-    assert.ok(appended.ok);
-    const create: CompositionCommand = {
-      type: 'CreateComposition',
-      composition: {
-        project_id: projectId,
-        composition_id: compositionId,
-        short_id: shortIdOf(compositionId),
-        name: 'Main',
-        clips: [{ media: 'talk.wav', in: 0, out: 10 }],
-        width: 1920,
-        height: 1080,
-        origin: `${projectId}#0`,
-      },
-      now: T,
-    };
-    await handleCommand(h.store, streams.composition(compositionId), compositionDecider, create, write);
-    return { projectId, compositionId };
-  }
+  const seedProject = (name: string) => seedTranscribedProject(h, { name, words: WORDS, duration: 10, createdBy: me });
 
   const path = (projectId: string, composition: string) => `/v1/projects/${projectId}/compositions/${composition}/transcript`;
   const read = async (projectId: string, composition: string, token = h.drive.token) =>
