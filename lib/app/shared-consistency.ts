@@ -112,10 +112,16 @@ export function recordProjectionMarks(deps: {
 
 const markFields = (group: string, m: PartitionMark) => ({ group, partition: m.partition, partitions: m.partitions });
 
-/** The group's watermark from the recorded marks: the least over its partitions, null until each has one. */
+/**
+ * The group's watermark from the recorded marks: the least over its partitions, null until each
+ * has one. How many partitions there are is what the newest mark says: records of partitions a
+ * topic no longer has (a new topic with fewer) are left out, rather than holding the mark back.
+ */
 export function leastMark(docs: readonly Record<string, unknown>[]): bigint | null {
-  const partitions = Math.max(0, ...docs.map((d) => Number(d.partitions)));
-  if (partitions === 0) return null;
+  if (docs.length === 0) return null;
+  const newest = docs.reduce((a, b) => (BigInt(String(b.position)) > BigInt(String(a.position)) ? b : a));
+  const partitions = Number(newest.partitions);
+  if (!(partitions > 0)) return null;
   const reached = new Map(docs.map((d) => [Number(d.partition), BigInt(String(d.position))]));
   let least: bigint | null = null;
   for (let p = 0; p < partitions; p++) {

@@ -44,6 +44,8 @@ describe('read-your-writes across processes (lib/app/shared-consistency.ts)', ()
     assert.equal(leastMark([]), null);
     assert.equal(leastMark([doc(0, '10'), doc(2, '5')]), null, 'partition 1 has none');
     assert.equal(leastMark([doc(0, '10'), doc(1, '7'), doc(2, '12')]), 7n);
+    // A new topic with two partitions: partition 2's old record no longer counts.
+    assert.equal(leastMark([doc(0, '40', 2), doc(1, '30', 2), doc(2, '12')]), 30n);
   });
 
   it('records the marks two members reach, each partition only ever rising', async () => {
