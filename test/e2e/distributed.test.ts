@@ -221,7 +221,9 @@ describe('e2e: distributed mode, Kafka as the log', function () {
     const mock = kafka.peer();
     // Every partition of the topic on broker 2 (the mock moves leaders only when told).
     for (let partition = 0; partition < 4; partition++) await mock.ctl(`leader ${env.KAFKA_TOPIC} ${partition} 2`);
-    await waitForState(await startImport({ 'talk.wav': 'file' }), 'stopped');
+    // The members find the new leaders on their next metadata refresh; right after the scenario
+    // that killed a member, the group may still be settling: more than the default 30 s once in CI.
+    await waitForState(await startImport({ 'talk.wav': 'file' }), 'stopped', 90_000);
 
     const hooksBefore = receiver.received.length;
     const relayFailures = () => svc.output().match(/publish failed; retrying the same batch/g)?.length ?? 0;
