@@ -176,3 +176,6 @@ export async function markBuilt(read: ReadStore, models: readonly { name: string
   }
   throw new Error('could not record the read models built (the marker kept changing)');
 }
+
+/** The projector's consumer group (query-api's members); readers in other processes wait on its marks. Never renamed: its checkpoint has that name. */
+export const PROJECTIONS_GROUP = 'projections';

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { EventLog, LogSubscription } from '../../lib/ports/event-log';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { ReadStore } from '../../lib/ports/read-store';
-import { prepareModels, projectEvent, secondsSince, staleModels } from '../../lib/app/read-models';
+import { prepareModels, projectEvent, PROJECTIONS_GROUP, secondsSince, staleModels } from '../../lib/app/read-models';
 import { READ_MODELS } from './read-models';
 import { replayReadModels, SEARCH } from './replay';
 import { indexEvent } from './search-indexer';
@@ -11,7 +11,7 @@ import type { SearchIndex } from '../../lib/ports/search-index';
 
 /** Keeps the read models up to date from the event log (consumer group `projections`). */
 
-export const PROJECTIONS_GROUP = 'projections';
+export { PROJECTIONS_GROUP };
 
 export type ProjectorDeps = {
   log: EventLog;

@@ -1,8 +1,8 @@
 import { openConsumerSide } from '../../lib/adapters/consumer-side';
+import { PROJECTIONS_GROUP } from '../../lib/app/read-models';
 import { sharedWatermark } from '../../lib/app/shared-consistency';
 import { createMetrics } from '../../lib/observability/metrics';
 import { exitOnFatal, runService } from '../../lib/run-service';
-import { PROJECTIONS_GROUP } from '../query-api/projector';
 import { dispatcherDeps } from './from-config';
 import { start } from './index';
 

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { wavDataSeconds } from '../../lib/adapters/ffmpeg/audio';
 import { resolveFfmpegPaths } from '../../lib/adapters/ffmpeg/binaries';
 import type { ProjectModel } from '../../lib/domain/agent/edits';
-import { createToolbox } from '../../lib/domain/agent/tools';
+import { createToolbox } from '../../lib/app/agent-toolbox';
 import { compositionDuration, compositionTranscript, ms, type Clip, type Word } from '../../lib/domain/edl';
 import { clip, composition, context, MAIN_ID } from '../fixtures/agent-model';
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { resolveFfmpegPaths } from '../../lib/adapters/ffmpeg/binaries';
 import { createFfmpegSilenceDetector, parseSilences } from '../../lib/adapters/ffmpeg/silence';
-import { createToolbox } from '../../lib/domain/agent/tools';
+import { createToolbox } from '../../lib/app/agent-toolbox';
 import { AppError } from '../../lib/domain/errors';
 import { compositionDuration } from '../../lib/domain/edl';
 import { clip, composition, context, MAIN_ID } from '../fixtures/agent-model';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { parseTime } from '../../lib/adapters/agent/builtin-phrasings';
 import { createBuiltinModel } from '../../lib/adapters/agent/builtin';
 import { PHRASINGS } from '../../lib/adapters/agent/builtin-phrasings';
-import { createToolbox } from '../../lib/domain/agent/tools';
+import { createToolbox } from '../../lib/app/agent-toolbox';
 import type { ModelStep, TurnMessage } from '../../lib/ports/agent-model';
 
 const { schemas } = createToolbox();

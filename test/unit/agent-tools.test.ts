@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { ProjectModel } from '../../lib/domain/agent/edits';
-import { AGENT_TOOLS, createToolbox, type ToolContext } from '../../lib/domain/agent/tools';
+import { createToolbox } from '../../lib/app/agent-toolbox';
+import { AGENT_TOOLS, type ToolContext } from '../../lib/domain/agent/tools';
 import { passageAbout } from '../../lib/domain/agent/tools/compositions';
 import { retakes } from '../../lib/domain/agent/tools/retakes';
 import { clock } from '../../lib/domain/agent/tools/tool';

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { createBuiltinModel } from '../../lib/adapters/agent/builtin';
 import type { ProjectModel } from '../../lib/domain/agent/edits';
-import { createToolbox, type ToolContext, type TurnTouch } from '../../lib/domain/agent/tools';
+import { createToolbox } from '../../lib/app/agent-toolbox';
+import type { ToolContext, TurnTouch } from '../../lib/domain/agent/tools';
 import type { TurnMessage } from '../../lib/ports/agent-model';
 import { clip, composition, context, MAIN_ID, OUTRO_ID, talkModel } from '../fixtures/agent-model';
 

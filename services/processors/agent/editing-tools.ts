@@ -1,4 +1,5 @@
-import { AGENT_TOOLS, createToolbox, type Toolbox } from '../../../lib/domain/agent/tools';
+import { createToolbox, type Toolbox } from '../../../lib/app/agent-toolbox';
+import { AGENT_TOOLS } from '../../../lib/domain/agent/tools';
 import type { ModelComposition, ProjectModel, TimeRange } from '../../../lib/domain/agent/edits';
 import { invalidInput } from '../../../lib/domain/errors';
 import type { SilenceDetector } from '../../../lib/ports/silence-detector';
