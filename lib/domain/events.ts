@@ -7,6 +7,7 @@ import type { IdempotencyEvent } from './idempotency';
 import type { ImportLinkEvent } from './import-link';
 import type { JobEvent } from './job';
 import type { ProjectEvent } from './project';
+import type { PublicationEvent } from './publication';
 import type { DriveEvent, TokenEvent } from './tenancy';
 
 /** Every event the domain writes: each aggregate's union. A new aggregate adds its union here. */
@@ -21,7 +22,8 @@ export type DomainEvent =
   | ImportLinkEvent
   | BalanceEvent
   | IdempotencyEvent
-  | ConversationEvent;
+  | ConversationEvent
+  | PublicationEvent;
 
 /**
  * Every event type by name, at run time. Typed as a record over the union, so an event type
@@ -75,5 +77,7 @@ const TYPES: { readonly [K in DomainEvent['type']]: true } = {
   IdempotentResponseRecorded: true,
   ConversationStarted: true,
   AgentTurnRecorded: true,
+  PublicationStarted: true,
+  PublicationRendered: true,
 };
 export const EVENT_TYPES = Object.keys(TYPES) as DomainEvent['type'][];

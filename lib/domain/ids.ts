@@ -70,6 +70,8 @@ export const streams = {
   token: (tokenHash: string) => `token-${tokenHash}`,
   /** An agent conversation: its start and turns (lib/domain/conversation.ts). */
   conversation: (conversationId: string) => `conversation-${conversationId}`,
+  /** A composition published as one media type (lib/domain/publication.ts): `<composition_id>-<video|audio>`. */
+  publication: (publicationId: string) => `publication-${publicationId}`,
   /** A partner's one-time import link, named by the nonce in its URL. */
   importLink: (nonce: string) => `importlink-${nonce}`,
   /** An Idempotency-Key of one token, named by SHA-256 (hex) of `token_id + "\n" + key`: the key itself is the client's text. */

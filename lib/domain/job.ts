@@ -2,6 +2,9 @@ import type { Decider } from './decider';
 import { AppError, assertNever, conflict, ignoreUnknown, reject, type Rejection } from './errors';
 import type { CostClass } from './agent/catalog';
 import { uploadsOf, type ImportPlan, type ImportResult } from './import';
+import type { Publisher, PublishMediaType } from './publication';
+import type { RenderResolution } from './render-plan';
+import type { AccessLevel } from './tenancy';
 
 /**
  * The lifecycle of a background job (DESIGN §3 Jobs): queued → running → stopped | cancelled.
@@ -20,6 +23,31 @@ import { uploadsOf, type ImportPlan, type ImportResult } from './import';
 type JobTypes = {
   readonly 'import/project_media': { readonly request: ImportPlan; readonly result: ImportResult };
   readonly agent: { readonly request: AgentRequest; readonly result: AgentResult };
+  readonly publish: { readonly request: PublishRequest; readonly result: PublishResult };
+};
+
+/** An accepted publish (POST /jobs/publish; issue 21), every default and check applied when accepted. */
+export type PublishRequest = {
+  /** A UUID: the composition the request named (any of the three forms), or the first with content. */
+  readonly composition_id: string;
+  /** What renders: `Audio` also when the request left it out and the composition has no video. */
+  readonly media_type: PublishMediaType;
+  /** Video only: the requested resolution, or null (1080p, never upscaled past the largest source). */
+  readonly resolution: RenderResolution | null;
+  /** The drive's default when the request left it out; allowed by the drive's settings when accepted. */
+  readonly access_level: AccessLevel;
+  /** Who the metadata names as the publisher (the token's user and names). */
+  readonly published_by: Publisher;
+};
+
+/** SPEC/DESIGN: Publish result. */
+export type PublishResult = {
+  readonly status: 'success';
+  readonly composition_id: string;
+  readonly share_url: string;
+  readonly download_url: string;
+  readonly download_url_expires_at: string;
+  readonly media_type: PublishMediaType;
 };
 
 /** An accepted agent prompt (POST /jobs/agent), its model resolved and its composition id a UUID. */
