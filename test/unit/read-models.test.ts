@@ -152,6 +152,40 @@ const SCENARIOS: Record<string, StoredEvent[]> = {
     ['DeliveryAttempted', { attempt: 1, at: T(1), status: 500, error: null, duration_ms: 9, outcome: 'retry', next_attempt_at: T(6) }],
     ['DeliveryRequested', { at: T(2), by: 'u' }],
   ]),
+  publications: stream('publication-c1-video', [
+    [
+      'PublicationStarted',
+      {
+        publication_id: 'c1-video',
+        slug: 'AAAAAAAAAAAAAAAA',
+        project_id: 'p',
+        drive_id: 'd',
+        composition_id: 'c1',
+        media_type: 'Video',
+        access_level: 'unlisted',
+        job_id: 'j1',
+        published_by: { user_id: 'u', first_name: 'Ada', last_name: 'Lovelace' },
+        started_at: T(0),
+      },
+    ],
+    [
+      'PublicationRendered',
+      {
+        publication_id: 'c1-video',
+        slug: 'AAAAAAAAAAAAAAAA',
+        job_id: 'j1',
+        blob_key: 'd/p/render-x',
+        captions_blob_key: 'd/p/render-x.vtt',
+        content_type: 'video/mp4',
+        size_bytes: 10,
+        duration_seconds: 3,
+        width: 1280,
+        height: 720,
+        title: 'Interview',
+        rendered_at: T(5),
+      },
+    ],
+  ]),
   folders: stream(`folder-${FOLDER}`, [
     ['FolderCreated', { folder_id: FOLDER, drive_id: 'd', path: 'A/B', name: 'B', parent_path: 'A', created_by: 'u', created_at: T(0) }],
   ]),
@@ -249,6 +283,7 @@ describe('read models', () => {
         'folders',
         'jobs',
         'projects',
+        'publications',
       ]);
     } finally {
       await read.close();
