@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { createLocalUploadStore } from '../../lib/adapters/local/upload-store';
 import type { Logger } from 'pino';
 import { openAgentCatalog } from '../../lib/adapters/agent/catalog-file';
-import { openMedia } from '../../lib/adapters/from-config';
+import { openMedia, openSigningSecret } from '../../lib/adapters/from-config';
+import { createFfmpegRenderer } from '../../lib/adapters/ffmpeg/renderer';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { createBalances } from '../../lib/app/balances';
 import type { Config } from '../../lib/config';
@@ -61,5 +62,9 @@ export const processorsDeps = (
     downloadTimeoutMs: config.mediaDownloadTimeoutSeconds * 1000,
     concurrency: config.concurrency,
     agent: agentFromConfig(config, media.blobs),
+    publish: {
+      renderer: createFfmpegRenderer({ ffmpegPath: resolveFfmpegPaths().ffmpeg, blobs: media.blobs, logger }),
+      downloads: { baseUrl: config.baseUrl, secret: openSigningSecret(config), ttlSeconds: config.downloadUrlTtlSeconds },
+    },
   };
 };

@@ -9,6 +9,7 @@ import {
   type PublicationEvent,
 } from '../../lib/domain/publication';
 import { specFor } from '../fixtures/given';
+import type { AccessLevel } from '../../lib/domain/tenancy';
 
 describe('publication decider', () => {
   const given = specFor(publicationDecider);
@@ -21,7 +22,7 @@ describe('publication decider', () => {
     drive_id: 'd1',
     composition_id: 'c1',
     media_type: 'Video' as const,
-    access_level: 'unlisted' as const,
+    access_level: 'unlisted' as AccessLevel,
     job_id: 'j1',
     published_by: publisher,
   };

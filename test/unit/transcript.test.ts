@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { ms, type Word } from '../../lib/domain/edl';
 import { CUE_RULES, cues, linesOf } from '../../lib/domain/transcript/cues';
 import { clockTime, DEFAULT_TRANSCRIPT_OPTIONS, subripTime, transcriptBlocks } from '../../lib/domain/transcript/document';
-import { renderHtml, renderMarkdown, renderRtf, renderSrt, renderTxt } from '../../lib/domain/transcript/formats';
+import { renderHtml, renderMarkdown, renderRtf, renderSrt, renderTxt, renderVtt } from '../../lib/domain/transcript/formats';
 
 /** Issue 22: the transcript module (lib/domain/transcript): cues, blocks and the text formats, pure. */
 
@@ -157,5 +157,20 @@ describe('transcript: blocks and formats', () => {
     const empty = { title: 'T', blocks: transcriptBlocks([], [], DEFAULT_TRANSCRIPT_OPTIONS) };
     assert.equal([...renderTxt(empty)].join(''), 'T\n');
     assert.equal([...renderSrt([], 'changes')].join(''), '');
+  });
+
+  it('renders WebVTT: the header, the SRT cues with dotted times, markup characters escaped', () => {
+    const words = [word('Tom', 0), word('&', 0.4), word('<Jerry>', 0.8), word('a-->b', 1.2)].map((w) => ({ ...w, speaker: 'A' }));
+    const vtt = [...renderVtt(words)].join('');
+    const cue = cues(words)[0]!;
+    assert.ok(vtt.startsWith('WEBVTT\n\n'));
+    assert.equal(
+      vtt,
+      `WEBVTT\n\n${subripTime(cue.start).replace(',', '.')} --> ${subripTime(cue.end).replace(',', '.')}\nTom &amp; &lt;Jerry&gt; a--&gt;b\n\n`,
+    );
+    assert.equal([...renderVtt([])].join(''), 'WEBVTT\n\n');
+    const many = [...renderVtt(speech(300))].join('').split('\n\n').filter(Boolean);
+    assert.equal(many.length - 1, cues(speech(300)).length);
+    for (const block of many.slice(1)) assert.match(block, /^\d{2}:\d{2}:\d{2}\.\d{3} --> \d{2}:\d{2}:\d{2}\.\d{3}\n[^\n]+(\n[^\n]+)?$/);
   });
 });

@@ -115,6 +115,23 @@ export function* renderSrt(words: Iterable<Word>, labels: SpeakerLabels, offsetS
   }
 }
 
+// ---------------------------------------------------------------- vtt
+
+/**
+ * WebVTT (the share page's captions track and the published metadata's `subtitles`): the same
+ * cues as SRT. Cue text escapes `&`, `<` and `>` (VTT reads them as markup), and an arrow
+ * `-->` inside a word cannot end up read as a timing line since `>` is escaped.
+ */
+export function* renderVtt(words: Iterable<Word>, labels: SpeakerLabels = 'off'): Generator<string> {
+  yield 'WEBVTT\n\n';
+  for (const cue of eachCue(words, { labels })) {
+    const [start, end] = [cue.start, cue.end].map((t) => subripTime(Math.max(0, t)).replace(',', '.'));
+    yield `${start} --> ${end}\n${cue.lines.map((l) => escapeVtt(oneLine(l))).join('\n')}\n\n`;
+  }
+}
+
+const escapeVtt = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
 // ---------------------------------------------------------------- shared
 
 /** Control characters and line breaks in a name or a word would break a format's lines: spaces instead. */
