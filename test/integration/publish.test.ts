@@ -369,31 +369,59 @@ describe('publish jobs: renders, publications, downloads', function () {
     assert.equal(await publicationOf({ composition_id: empty }), undefined);
   });
 
-  it('cancels a render: ffmpeg killed, no render file left, the publication without a render', async () => {
-    // 40 copies of the 3 s composition's source, at 1440p upscaled: long enough to be caught rendering.
-    const long = randomUUID();
+  /** A composition of 40 copies of the 4 s source: at 1440p, long enough to be caught rendering. */
+  async function longComposition(): Promise<string> {
+    const id = randomUUID();
     const clips = Array.from({ length: 40 }, () => ({ media: 'tone.mp4', in: 0, out: 4 }));
     await handleCommand(
       h.store,
-      streams.composition(long),
+      streams.composition(id),
       compositionDecider,
       {
         type: 'CreateComposition',
         composition: {
           project_id: projectId,
-          composition_id: long,
-          short_id: 'yyyyy',
+          composition_id: id,
+          short_id: id.slice(0, 5),
           name: 'Long',
           clips,
           markers: [],
           width: 1920,
           height: 1080,
-          origin: 'test#long',
+          origin: `test#${id}`,
         },
         now: new Date().toISOString(),
       },
       { newId: randomUUID, metadata: { partition_key: projectId } },
     );
+    return id;
+  }
+  const rendering = () => processesMentioning('.part').filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(h.dir));
+
+  it('renders in its own pool: an import runs while a render does, and renders wait for PUBLISH_CONCURRENCY (1)', async () => {
+    const [first, second] = [
+      await queuePublish({ composition_id: await longComposition(), resolution: '1440p' }),
+      await queuePublish({ composition_id: await longComposition(), resolution: '1440p' }),
+    ];
+    await h.waitForJob(first, (j) => (j.progress as { label?: string } | undefined)?.label === 'rendering', 60_000);
+    await waitFor(() => (rendering().length > 0 ? true : null), { timeoutMs: 30_000, what: 'ffmpeg rendering' });
+    const res = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth())
+      .send({ project_id: projectId, add_media: { 'again.mp4': { url: media.url('file', 'tone.mp4') } } });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const imported = await h.waitForJob(res.body.job_id, undefined, 60_000);
+    assert.equal((imported.result as { status: string }).status, 'success');
+    const [a, b] = [await h.http.get(`/v1/jobs/${first}`).set(h.auth()), await h.http.get(`/v1/jobs/${second}`).set(h.auth())];
+    assert.equal(a.body.job_state, 'running', 'the render was still running when the import stopped');
+    assert.equal(b.body.job_state, 'queued', 'the second render waits for the first (PUBLISH_CONCURRENCY 1)');
+    assert.equal(rendering().length, 1, 'one ffmpeg render at a time');
+    for (const id of [second, first]) assert.equal((await h.http.delete(`/v1/jobs/${id}`).set(h.auth())).status, 204);
+    await waitFor(() => (rendering().length === 0 ? true : null), { timeoutMs: 5_000, what: 'renders stopped' });
+  });
+
+  it('cancels a render: ffmpeg killed, no render file left, the publication without a render', async () => {
+    const long = await longComposition();
     const filesBefore = renderBlobs().length;
     const jobId = await queuePublish({ composition_id: long, resolution: '1440p' });
     await h.waitForJob(jobId, (j) => (j.progress as { label?: string } | undefined)?.label === 'rendering', 60_000);
