@@ -309,7 +309,7 @@ async function startChild(name: string, args: string[]): Promise<Started> {
 }
 
 /** `npm start` as built: dist/bin/serve.js, ready when /readyz answers (the worker consumes). */
-async function startServe(env: Record<string, string>, logFile: string): Promise<Started> {
+export async function startServe(env: Record<string, string>, logFile: string): Promise<Started> {
   const port = await freePort();
   const log = openSync(logFile, 'a');
   const child = spawn(process.execPath, [join(ROOT, 'dist', 'bin', 'serve.js')], {
