@@ -29,6 +29,16 @@ const levels = (value: string) => {
   return list;
 };
 
+/** A first or last name as published pages show it: trimmed, 1 to 100 characters, no control characters. */
+const personName = (value: string) => {
+  const name = value.trim();
+  // eslint-disable-next-line no-control-regex
+  if (name === '' || name.length > 100 || /[\u0000-\u001f\u007f]/.test(name)) {
+    throw new InvalidArgumentError('expected 1 to 100 characters, without control characters');
+  }
+  return name;
+};
+
 /** Refused here, naming the entry: `*`, `http://x.com` or `a b` would be stored and never match. */
 const hostAllowList = (value: string) => {
   try {
@@ -57,7 +67,19 @@ drive
   .option('--partner', 'grant partner access', false)
   .option('--credits <n>', 'AI credits', wholeNumber)
   .option('--media-seconds <n>', 'media seconds balance (default unlimited)', wholeNumber)
-  .action((o) => run((deps) => createDrive(deps, { name: o.name, partner: o.partner, credits: o.credits, mediaSeconds: o.mediaSeconds })));
+  .option('--first-name <name>', "the first token's user's first name (shown as a publish's published_by)", personName)
+  .option('--last-name <name>', "the first token's user's last name", personName)
+  .action((o) =>
+    run((deps) =>
+      createDrive(deps, {
+        name: o.name,
+        partner: o.partner,
+        credits: o.credits,
+        mediaSeconds: o.mediaSeconds,
+        user: { firstName: o.firstName, lastName: o.lastName },
+      }),
+    ),
+  );
 drive
   .command('update')
   .requiredOption('--drive <id>', 'drive id', uuid)
@@ -99,7 +121,7 @@ drive
 const token = program.command('token').description('API tokens');
 token
   .command('list')
-  .description('tokens: id, drive, user, name, created_at, revoked; never a secret (reads the whole event store)')
+  .description('tokens: id, drive, user, first and last name, name, created_at, revoked; never a secret (reads the whole event store)')
   .option('--drive <id>', 'only the tokens of this drive', uuid)
   .action((o) => run((deps) => listTokens(deps, o.drive)));
 token
@@ -107,7 +129,11 @@ token
   .requiredOption('--drive <id>', 'drive id', uuid)
   .option('--name <name>', 'token name')
   .option('--user <id>', 'user the token acts for (default: a new user)', uuid)
-  .action((o) => run((deps) => createToken(deps, { driveId: o.drive, name: o.name, userId: o.user })));
+  .option('--first-name <name>', "the user's first name (shown as a publish's published_by)", personName)
+  .option('--last-name <name>', "the user's last name", personName)
+  .action((o) =>
+    run((deps) => createToken(deps, { driveId: o.drive, name: o.name, userId: o.user, firstName: o.firstName, lastName: o.lastName })),
+  );
 token
   .command('revoke')
   .requiredOption('--token-id <id>', 'token id (the part after mps_)')

@@ -31,9 +31,12 @@ const stored = (deps: AdminDeps, driveId: string, secret: string): string => dep
 
 const meta = (driveId: string) => ({ partition_key: driveId, drive_id: driveId, actor: 'admin-cli' });
 
+/** A user's names as tokens carry them (what a publish shows as `published_by`); each optional. */
+export type UserNames = { firstName?: string; lastName?: string };
+
 export async function createDrive(
   deps: AdminDeps,
-  input: { name: string; partner?: boolean; credits?: number; mediaSeconds?: number | null },
+  input: { name: string; partner?: boolean; credits?: number; mediaSeconds?: number | null; user?: UserNames },
 ) {
   const driveId = deps.ids.uuid();
   const webhookSecret = generateWebhookSecret();
@@ -54,12 +57,12 @@ export async function createDrive(
     },
     { newId: deps.ids.uuid, metadata: meta(driveId) },
   );
-  const { token } = await createToken(deps, { driveId, name: 'default' });
+  const { token } = await createToken(deps, { driveId, name: 'default', ...input.user });
   return { drive_id: driveId, drive_name: input.name, token, webhook_secret: webhookSecret };
 }
 
 /** A new token for a drive; without `userId` it is a new user's (the token's creator). */
-export async function createToken(deps: AdminDeps, input: { driveId: string; name?: string; userId?: string }) {
+export async function createToken(deps: AdminDeps, input: { driveId: string; name?: string; userId?: string } & UserNames) {
   const { state } = await loadState(deps.store, streams.drive(input.driveId), driveDecider);
   if (!state.exists) throw new AppError('not_found', `drive ${input.driveId} does not exist`);
   const { tokenId, token, secretHash } = generateToken();
@@ -70,12 +73,27 @@ export async function createToken(deps: AdminDeps, input: { driveId: string; nam
     tokenDecider,
     {
       type: 'CreateToken',
-      token: { token_id: tokenId, secret_hash: secretHash, drive_id: input.driveId, user_id: userId, name: input.name ?? 'api token' },
+      token: {
+        token_id: tokenId,
+        secret_hash: secretHash,
+        drive_id: input.driveId,
+        user_id: userId,
+        name: input.name ?? 'api token',
+        first_name: input.firstName ?? null,
+        last_name: input.lastName ?? null,
+      },
       now: deps.clock.now().toISOString(),
     },
     { newId: deps.ids.uuid, metadata: meta(input.driveId) },
   );
-  return { token_id: tokenId, token, drive_id: input.driveId, user_id: userId };
+  return {
+    token_id: tokenId,
+    token,
+    drive_id: input.driveId,
+    user_id: userId,
+    first_name: input.firstName ?? null,
+    last_name: input.lastName ?? null,
+  };
 }
 
 export async function revokeToken(deps: AdminDeps, tokenId: string) {
@@ -162,11 +180,12 @@ export async function listDrives(deps: Pick<AdminDeps, 'store'>) {
   });
 }
 
-/** Tokens (of one drive, or all): id, drive, user, name, when made, whether revoked. Never a secret or its hash. */
+/** Tokens (of one drive, or all): id, drive, user and names, name, when made, whether revoked. Never a secret or its hash. */
 export async function listTokens(deps: Pick<AdminDeps, 'store'>, driveId?: string) {
   return [...(await foldTokens(deps.store)).values()].flatMap((t) => {
     if (!t.exists || (driveId !== undefined && t.token.drive_id !== driveId)) return [];
     const { token_id, drive_id, user_id, name, created_at } = t.token;
-    return [{ token_id, drive_id, user_id, name, created_at, revoked: t.revoked }];
+    const names = { first_name: t.token.first_name ?? null, last_name: t.token.last_name ?? null };
+    return [{ token_id, drive_id, user_id, ...names, name, created_at, revoked: t.revoked }];
   });
 }

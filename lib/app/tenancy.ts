@@ -11,6 +11,9 @@ export type Principal = {
   driveId: string;
   driveName: string;
   userId: string;
+  /** The user's names from the token (empty when the operator gave none): a publish's `published_by`. */
+  firstName: string;
+  lastName: string;
   tokenId: string;
   /** The drive's media-seconds allowance when the token was checked (null: unlimited). */
   mediaSecondsAllowance: number | null;
@@ -34,7 +37,15 @@ export function principalsByTokenId(
     if (!t.exists || t.revoked || !secretMatches(t.token.secret_hash)) return null;
     const { state: d } = await drives.load(t.token.drive_id);
     if (!d.exists) return null;
-    return { driveId: d.driveId, driveName: d.name, userId: t.token.user_id, tokenId, mediaSecondsAllowance: mediaSecondsAllowance(d) };
+    return {
+      driveId: d.driveId,
+      driveName: d.name,
+      userId: t.token.user_id,
+      firstName: t.token.first_name ?? '',
+      lastName: t.token.last_name ?? '',
+      tokenId,
+      mediaSecondsAllowance: mediaSecondsAllowance(d),
+    };
   };
 }
 

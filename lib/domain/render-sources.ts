@@ -26,6 +26,23 @@ export const missingMedia = (clips: readonly { readonly media: string }[], media
   ...new Set(clips.map((c) => c.media).filter((ref) => !media.has(ref))),
 ];
 
+/**
+ * Whether a clip list has a picture to publish as Video (SPEC: POST /jobs/publish, media_type):
+ * a clip of a video or image file, or of a sequence with such a track. Decided by the media type
+ * stored at import, not by `has_video`, which an image does not set. A reference the project
+ * does not know shows nothing.
+ */
+export const hasVideoContent = (clips: readonly { readonly media: string }[], media: ReadonlyMap<string, MediaFile>): boolean =>
+  clips.some((c) => showsPicture(media, c.media, 0));
+
+function showsPicture(media: ReadonlyMap<string, MediaFile>, ref: string, depth: number): boolean {
+  const file = media.get(ref);
+  // A sequence's tracks are files (the import refuses others); the bound only guards a malformed history.
+  if (!file || depth > 4) return false;
+  if (file.tracks) return file.tracks.some((t) => showsPicture(media, t.media, depth + 1));
+  return file.media_type === 'video' || file.media_type === 'image';
+}
+
 function sourceOf(file: MediaFile | undefined): RenderSource | null {
   if (!file?.blob_key || file.tracks) return null;
   const kind = file.media_type;

@@ -56,6 +56,12 @@ export type TokenCreated = {
     readonly user_id: string;
     readonly name: string;
     readonly created_at: string;
+    /**
+     * The user's names as a publish's `published_by` shows them (issue 21). Null when the operator
+     * gave none; absent on tokens created before names existed.
+     */
+    readonly first_name?: string | null;
+    readonly last_name?: string | null;
   };
 };
 export type TokenRevoked = { readonly type: 'TokenRevoked'; readonly data: { readonly token_id: string; readonly revoked_at: string } };

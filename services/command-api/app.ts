@@ -8,6 +8,7 @@ import type { SchemaRegistry } from '../../lib/http/schemas';
 import { acceptImport, importsOn, type ImportDeps, type ImportRequest, type ImportResponse } from '../../lib/app/import';
 import { agentAccept, type AgentJobRequest, type AgentJobResponse } from '../../lib/app/agent';
 import type { Balances } from '../../lib/app/balances';
+import { publishAccept, type PublishJobRequest, type PublishJobResponse } from '../../lib/app/publish';
 import type { Catalog } from '../../lib/domain/agent/catalog';
 import { jobCommands } from './jobs';
 import { partnerRoute } from './partner';
@@ -60,6 +61,18 @@ export function createApp(deps: CommandApiDeps): HttpApp {
       return { status: 201, body: response };
     },
   };
+  const acceptPublish = publishAccept(deps);
+  const publish: LaneRoute = {
+    method: 'POST',
+    path: '/jobs/publish',
+    async handle({ auth, body, requestId, idempotency: key, log }) {
+      deps.schemas.assertBody('publish-request', body);
+      const record = key ? { record: (answer: PublishJobResponse) => key.recordWith(201, answer) } : undefined;
+      const response = await acceptPublish(auth, body as PublishJobRequest, requestId, record);
+      log.info({ job_id: response.job_id, project_id: response.project_id }, 'publish accepted');
+      return { status: 201, body: response };
+    },
+  };
   // An extension of the spec: deliver the job's webhook again now.
   const redeliver: LaneRoute = {
     method: 'POST',
@@ -75,7 +88,11 @@ export function createApp(deps: CommandApiDeps): HttpApp {
   // Every POST that creates something takes an Idempotency-Key (DESIGN §8): wrap it here.
   const idempotent = idempotency(deps);
   return createApiApp(deps, {
-    lane: [idempotent(accept, { recordsWithItsAppends: true }), idempotent(agent, { recordsWithItsAppends: true })],
+    lane: [
+      idempotent(accept, { recordsWithItsAppends: true }),
+      idempotent(agent, { recordsWithItsAppends: true }),
+      idempotent(publish, { recordsWithItsAppends: true }),
+    ],
     mount: (v1) => {
       v1.delete('/jobs/:job_id', async (ctx) => {
         const c = ctx as unknown as ApiContext;

@@ -250,7 +250,16 @@ const domainEvents: DomainEvent[] = [
   { type: 'DriveUpdated', data: { drive_id: DRIVE, changes: { name: 'Acme Inc', ai_credits: 50, media_seconds: null }, updated_at: T } },
   {
     type: 'TokenCreated',
-    data: { token_id: 't-1', secret_hash: 'ab'.repeat(32), drive_id: DRIVE, user_id: USER, name: 'ci', created_at: T },
+    data: {
+      token_id: 't-1',
+      secret_hash: 'ab'.repeat(32),
+      drive_id: DRIVE,
+      user_id: USER,
+      name: 'ci',
+      created_at: T,
+      first_name: 'Zoë',
+      last_name: 'Ndiaye-Łukasz',
+    },
   },
   { type: 'TokenRevoked', data: { token_id: 't-1', revoked_at: T } },
   {
@@ -477,6 +486,14 @@ describe('Avro codec', () => {
       const { partner: _p, ...v1Data } = event('ProjectCreated').data as Record<string, unknown>;
       const buf = createAvroCodec({ schemaDir: v1Dir }).encode({ ...event('ProjectCreated'), data: v1Data });
       assert.deepEqual(codec.decode(buf), { ...event('ProjectCreated'), data: { ...v1Data, partner: null } });
+    });
+
+    it('reads a TokenCreated written before users had names (history v1) as having none', () => {
+      const v1Dir = tempDir();
+      cpSync(join(SCHEMA_DIR, 'history', 'TokenCreated.v1.avsc'), join(v1Dir, 'TokenCreated.avsc'));
+      const { first_name: _f, last_name: _l, ...v1Data } = event('TokenCreated').data as Record<string, unknown>;
+      const buf = createAvroCodec({ schemaDir: v1Dir }).encode({ ...event('TokenCreated'), data: v1Data });
+      assert.deepEqual(codec.decode(buf), { ...event('TokenCreated'), data: { ...v1Data, first_name: null, last_name: null } });
     });
 
     it('refuses a message whose writer schema it does not know, naming the fingerprint', () => {

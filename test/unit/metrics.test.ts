@@ -9,7 +9,15 @@ import { createMetrics, type Metrics } from '../../lib/observability/metrics';
 
 // ---- test doubles -------------------------------------------------------------------------
 
-const principal = { driveId: 'd1', driveName: 'Drive', userId: 'u1', tokenId: 't1', mediaSecondsAllowance: null };
+const principal = {
+  driveId: 'd1',
+  driveName: 'Drive',
+  userId: 'u1',
+  firstName: '',
+  lastName: '',
+  tokenId: 't1',
+  mediaSecondsAllowance: null,
+};
 const authenticate: Authenticate = async (authorization) => {
   if (authorization !== 'Bearer good') throw new AppError('unauthorized', 'invalid or revoked API token');
   return principal;

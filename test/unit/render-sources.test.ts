@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { MediaFile } from '../../lib/domain/project';
-import { missingMedia, renderMediaOf } from '../../lib/domain/render-sources';
+import { hasVideoContent, missingMedia, renderMediaOf } from '../../lib/domain/render-sources';
 
 const file = (ref: string, over: Partial<MediaFile> = {}): MediaFile => ({
   ref,
@@ -92,5 +92,43 @@ describe('render sources: the project’s media as a render reads them', () => {
   it('uses a Map: a reference named like an Object property is a reference like any other', () => {
     assert.ok(renderMediaOf(byRef(file('constructor'))).has('constructor'));
     assert.deepEqual(missingMedia([{ media: 'constructor' }], new Map()), ['constructor']);
+  });
+
+  describe('video content (what publishes as Video)', () => {
+    const audio = (ref: string) => file(ref, { media_type: 'audio', has_video: false, width: null, height: null });
+    const sequence = (ref: string, ...tracks: string[]) =>
+      file(ref, { media_type: 'sequence', blob_key: null, has_video: false, tracks: tracks.map((media, i) => ({ media, offset: i })) });
+    const media = byRef(
+      file('cam'),
+      file('still', { media_type: 'image', has_video: false, duration_seconds: null }),
+      audio('voice'),
+      audio('music'),
+      file('notes', { media_type: 'other', has_video: false }),
+      sequence('pod', 'voice', 'music'),
+      sequence('show', 'voice', 'cam'),
+      sequence('slides', 'music', 'still'),
+    );
+    const clip = (ref: string) => ({ media: ref, in: 0, out: 1 });
+
+    it('is a clip of a video file, or of an image (which has no video stream)', () => {
+      assert.equal(hasVideoContent([clip('voice'), clip('cam')], media), true);
+      assert.equal(hasVideoContent([clip('still')], media), true);
+    });
+
+    it('is a clip of a sequence with a video or image track', () => {
+      assert.equal(hasVideoContent([clip('show')], media), true);
+      assert.equal(hasVideoContent([clip('slides')], media), true);
+    });
+
+    it('is not audio files, sequences of audio only, other files, unknown references, or no clips', () => {
+      assert.equal(hasVideoContent([clip('voice'), clip('music'), clip('pod'), clip('notes'), clip('gone')], media), false);
+      assert.equal(hasVideoContent([], media), false);
+    });
+
+    it('reads references from a Map (“constructor” is a media name like any other) and survives a sequence naming itself', () => {
+      assert.equal(hasVideoContent([clip('constructor')], media), false);
+      assert.equal(hasVideoContent([clip('constructor')], byRef(file('constructor'))), true);
+      assert.equal(hasVideoContent([clip('loop')], byRef(sequence('loop', 'loop'))), false);
+    });
   });
 });
