@@ -23,6 +23,15 @@ const ROUNDS = Math.max(1, Number(process.env.BENCH_REPUBLISH_ROUNDS ?? 7));
 
 export type RepublishFigures = { firstMs: number; republishMs: number; republishJobMs: number; rounds: number };
 
+type JobBody = {
+  job_id: string;
+  project_id: string;
+  job_state?: string;
+  created_at: string;
+  stopped_at: string;
+  result?: { status: string };
+};
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function serveFile(path: string) {
@@ -65,7 +74,7 @@ export async function measureRepublish(): Promise<RepublishFigures> {
         method: body ? 'POST' : 'GET',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
         body: body ? JSON.stringify(body) : undefined,
-      }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, any> }));
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as JobBody }));
     const waitStopped = async (jobId: string) => {
       for (;;) {
         const { body } = await api(`/jobs/${jobId}`);
