@@ -101,6 +101,8 @@ export class ClaimLost extends Error {
 }
 
 const DEFAULT_LEASE_MS = 15_000;
+/** How long an attempt's first progress is held (see `progress` in runJob). */
+export const PROGRESS_GRACE_MS = 250;
 
 /**
  * `afterCancel` runs when a cancellation stopped the attempt, once its work has stopped: what the
@@ -167,7 +169,23 @@ export async function runJob<T extends JobType>(
   let lastProgress = { at: 0, label: '', percent: -1 };
   // Work reports progress without waiting for it; a write decided on the job stream waits for these first.
   let progressWrites: Promise<unknown> = Promise.resolve();
-  const progress = async (label: string, percent: number) => {
+  // Progress in the attempt's first PROGRESS_GRACE_MS is held, and only the newest is written when
+  // the grace ends: a job done within it (an agent turn, a republish) writes none, since nobody
+  // polls fast enough to see it and each is an fsynced append on the job's path.
+  let held: { label: string; percent: number } | null = null;
+  let graceTimer: NodeJS.Timeout | undefined;
+  const writeHeld = () => {
+    const h = held;
+    held = null;
+    if (h && !stop.signal.aborted) void progress(h.label, h.percent).catch((err: unknown) => log.debug({ err }, 'held progress not written'));
+  };
+  const progress = async (label: string, percent: number): Promise<void> => {
+    const sinceStart = Date.now() - startedAt;
+    if (sinceStart < PROGRESS_GRACE_MS) {
+      held = { label, percent };
+      graceTimer ??= setTimeout(writeHeld, PROGRESS_GRACE_MS - sinceStart);
+      return;
+    }
     const t = deps.clock.now().getTime();
     const rounded = Math.round(percent);
     if (label === lastProgress.label && (t - lastProgress.at < 1000 || rounded === lastProgress.percent)) return;
@@ -202,6 +220,8 @@ export async function runJob<T extends JobType>(
 
   try {
     const outcome = await work({ job, attempt, signal, progress, charge, ...balance, log });
+    clearTimeout(graceTimer);
+    held = null;
     if (stop.signal.aborted) return await finishAborted();
     const stopped = await command({ type: 'StopJob', attempt, result: outcome.result, projectUrl: outcome.projectUrl, now: now() });
     if (stopped.events.length > 0) await releaseHeld(deps, job, 'the job stopped', log);
@@ -235,6 +255,7 @@ export async function runJob<T extends JobType>(
     throw err; // the log delivers the job again, after its back-off, and the next attempt resumes
   } finally {
     clearInterval(watcher);
+    clearTimeout(graceTimer);
   }
 
   async function finishAborted() {
