@@ -177,7 +177,8 @@ export async function runJob<T extends JobType>(
   const writeHeld = () => {
     const h = held;
     held = null;
-    if (h && !stop.signal.aborted) void progress(h.label, h.percent).catch((err: unknown) => log.debug({ err }, 'held progress not written'));
+    if (h && !stop.signal.aborted)
+      void progress(h.label, h.percent).catch((err: unknown) => log.debug({ err }, 'held progress not written'));
   };
   const progress = async (label: string, percent: number): Promise<void> => {
     const sinceStart = Date.now() - startedAt;
