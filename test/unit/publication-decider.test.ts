@@ -8,6 +8,7 @@ import {
   type PublicationCommand,
   type PublicationEvent,
 } from '../../lib/domain/publication';
+import type { AccessLevel } from '../../lib/domain/tenancy';
 import { specFor } from '../fixtures/given';
 
 describe('publication decider', () => {
@@ -21,7 +22,7 @@ describe('publication decider', () => {
     drive_id: 'd1',
     composition_id: 'c1',
     media_type: 'Video' as const,
-    access_level: 'unlisted' as const,
+    access_level: 'unlisted' as AccessLevel,
     job_id: 'j1',
     published_by: publisher,
   };
