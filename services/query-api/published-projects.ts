@@ -82,7 +82,8 @@ async function render(deps: PublishedProjectsDeps, doc: PublicationDoc, r: NonNu
   const subtitles = await readCaptions(deps.blobs, r.captions_blob_key);
   if (subtitles === null)
     throw new AppError('internal_error', `the captions of published project ${doc.slug} are missing from the blob store`);
-  const expiresAt = new Date(deps.clock.now().getTime() + deps.published.downloadUrlTtlSeconds * 1000);
+  // Whole seconds, as the URL's `expires` says: the body and the URL name the same instant.
+  const expiresAt = new Date(Math.floor(deps.clock.now().getTime() / 1000 + deps.published.downloadUrlTtlSeconds) * 1000);
   const mediaType = doc.started.media_type;
   const target = { blob: r.blob_key, filename: downloadFilename(r.title, mediaType), contentType: r.content_type };
   return {
