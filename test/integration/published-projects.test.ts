@@ -25,7 +25,6 @@ describe('published projects: GET /v1/published_projects/{slug}', function () {
   /** The partner drive that publishes: the publisher, a colleague; another partner drive; a drive without partner access. */
   const who = {} as Record<'publisher' | 'colleague' | 'otherPartner' | 'noPartner', { token: string; userId: string; driveId: string }>;
   let projectId: string;
-  let compositionId: string;
   const publisher = () => ({ user_id: who.publisher.userId, first_name: 'Ada', last_name: 'Lovelace' });
 
   before(async () => {
@@ -42,7 +41,7 @@ describe('published projects: GET /v1/published_projects/{slug}', function () {
     who.colleague = { token: colleague.token, userId: colleague.user_id, driveId: partner.drive_id };
     who.otherPartner = { token: otherToken.token, userId: otherToken.user_id, driveId: other.drive_id };
     who.noPartner = { token: plainToken.token, userId: plainToken.user_id, driveId: h.drive.drive_id };
-    ({ projectId, compositionId } = await seedTranscribedProject(h, {
+    ({ projectId } = await seedTranscribedProject(h, {
       words: [],
       duration: 4,
       driveId: partner.drive_id,
