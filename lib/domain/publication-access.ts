@@ -51,7 +51,7 @@ export function downloadFilename(title: string, mediaType: PublishMediaType): st
     .replace(/[\p{Cc}/\\:*?"<>|]+/gu, ' ')
     .replace(/\s+/g, ' ')
     .trim()
-    .replace(/^\.+/, '')
+    .replace(/^[.\s]+/, '')
     .slice(0, 120)
     .trim();
   return `${cleaned || 'publication'}${mediaType === 'Video' ? '.mp4' : '.m4a'}`;
