@@ -24,6 +24,7 @@ import { mountDeliveries } from './deliveries';
 import { mountTimelineExport } from './timeline-export';
 import { mountExportTranscript } from './export-transcript';
 import { createDownloadRoutes } from './downloads';
+import { mountPublishedProjects, type PublishedProjectsSettings } from './published-projects';
 import { createWebRoutes } from './web/routes';
 import type { BlobStore } from '../../lib/ports/blob-store';
 import type { SearchIndex } from '../../lib/ports/search-index';
@@ -44,6 +45,11 @@ export type QueryApiDeps = ApiAppDeps & {
   /** SIGNING_SECRET: download URLs signed with it are served (services/query-api/downloads.ts). */
   downloadSecret?: string;
   webUrl: string;
+  /**
+   * GET /published_projects/{slug}: its per-user limiter and how its download URLs are signed.
+   * Mounted with `downloadSecret`; without both, the route does not exist (404).
+   */
+  published?: PublishedProjectsSettings;
   /** The web pages' sign-ins (`createWebSessions` over the writable read store). */
   sessions: WebSessions;
   /** Per client address: `POST /login`s and `/import`s in its window. */
@@ -142,6 +148,9 @@ export function createApp(deps: QueryApiDeps): HttpApp {
       mountDeliveries(v1, deps);
       mountTimelineExport(v1, deps);
       mountExportTranscript(v1, deps);
+      if (deps.published && deps.downloadSecret) {
+        mountPublishedProjects(v1, { ...deps, published: deps.published, downloadSecret: deps.downloadSecret });
+      }
     },
     // Signed download URLs are their own credential (outside the token guard), as upload URLs are.
     outside: deps.downloadSecret

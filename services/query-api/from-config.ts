@@ -1,5 +1,12 @@
 import { openAgentCatalog } from '../../lib/adapters/agent/catalog-file';
-import { openBlobStore, openSigningSecret, openUrlRefusal, openWebFormLimiter, type ReadSide } from '../../lib/adapters/from-config';
+import {
+  openBlobStore,
+  openPublishedProjectsLimiter,
+  openSigningSecret,
+  openUrlRefusal,
+  openWebFormLimiter,
+  type ReadSide,
+} from '../../lib/adapters/from-config';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { principalsByTokenId } from '../../lib/app/tenancy';
 import { createWebSessions } from '../../lib/app/web-sessions';
@@ -33,6 +40,7 @@ export function queryDeps(
   | 'ids'
   | 'watchCache'
   | 'agentCatalog'
+  | 'published'
 > {
   for (const [name, stats] of Object.entries(readSide.caches)) metrics.watchCache(name, stats);
   return {
@@ -56,5 +64,10 @@ export function queryDeps(
     ids: randomIds,
     watchCache: metrics.watchCache,
     agentCatalog: openAgentCatalog(config.agent),
+    published: {
+      limiter: openPublishedProjectsLimiter(config, readSide.mongo),
+      baseUrl: config.baseUrl,
+      downloadUrlTtlSeconds: config.downloadUrlTtlSeconds,
+    },
   };
 }

@@ -8,6 +8,7 @@ import {
   type PublicationCommand,
   type PublicationEvent,
 } from '../../lib/domain/publication';
+import type { AccessLevel } from '../../lib/domain/tenancy';
 import { specFor } from '../fixtures/given';
 import type { AccessLevel } from '../../lib/domain/tenancy';
 
