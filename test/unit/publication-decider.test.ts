@@ -10,7 +10,6 @@ import {
 } from '../../lib/domain/publication';
 import type { AccessLevel } from '../../lib/domain/tenancy';
 import { specFor } from '../fixtures/given';
-import type { AccessLevel } from '../../lib/domain/tenancy';
 
 describe('publication decider', () => {
   const given = specFor(publicationDecider);
