@@ -69,7 +69,10 @@ describe('API description: GET /v1/openapi.json and the /docs page', function ()
       await page.goto(`${base}/docs`);
       const doc = (await h.http.get('/v1/openapi.json')).body as { paths: Record<string, Record<string, unknown>> };
       const operations = Object.values(doc.paths).reduce((n, methods) => n + Object.keys(methods).length, 0);
-      await page.locator('.opblock').nth(operations - 1).waitFor({ timeout: 30_000 });
+      await page
+        .locator('.opblock')
+        .nth(operations - 1)
+        .waitFor({ timeout: 30_000 });
       assert.equal(await page.locator('.opblock').count(), operations);
       assert.match((await page.textContent('.info .title')) ?? '', /Media Project Service API/);
       assert.deepEqual(problems, []);
