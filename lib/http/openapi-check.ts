@@ -64,9 +64,10 @@ export function documentChecker(doc: OpenApiDocument, prefix = '/v1'): DocumentC
   };
 }
 
+/** The router is not strict: a trailing slash reaches the same route (test/integration/edge.test.ts). */
 function patternOf(template: string): RegExp {
   const escaped = template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+');
-  return new RegExp(`^${escaped}$`);
+  return new RegExp(`^${escaped}/?$`);
 }
 
 const literalness = (template: string) => template.split('/').filter((s) => s && !s.startsWith('{')).length;

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { startHarness, type Harness } from '../fixtures/harness';
-import { launchChromium, skipWithoutChromium } from '../fixtures/browser';
+import { launchChromium, listenFirst, skipWithoutChromium } from '../fixtures/browser';
+import { checkedAgainstDocument } from '../fixtures/openapi-drift';
 
 describe('API description: GET /v1/openapi.json and the /docs page', function () {
   this.timeout(60_000);
@@ -42,6 +43,35 @@ describe('API description: GET /v1/openapi.json and the /docs page', function ()
     assert.equal(bundle.status, 200);
     assert.match(bundle.headers['content-type'], /javascript/);
     assert.equal((await h.http.get('/docs/nothing-here.js')).status, 404);
+  });
+
+  it("records the answers the document does not describe: the request, the status, the schema's complaint", async () => {
+    const { server, base, handle } = await listenFirst();
+    const answers: Record<string, [number, unknown]> = {
+      '/v1/status': [200, { drive_id: 'not-a-uuid', drive_name: 'x', api_version: '1.2' }],
+      '/v1/jobs': [418, { error: 'teapot', message: 'no' }],
+      '/v1/agent/models': [200, { availableModels: [{ id: 'auto', cost: 'medium' }], aliases: [] }],
+      '/v1/nothing/here': [200, {}],
+    };
+    const drift = checkedAgainstDocument((req, res) => {
+      const [status, body] = answers[req.url ?? ''] ?? [404, { error: 'not_found', message: 'no route' }];
+      res.writeHead(status, { 'Content-Type': 'application/json' });
+      res.write(JSON.stringify(body).slice(0, 5));
+      res.end(JSON.stringify(body).slice(5));
+    });
+    handle(drift.listener);
+    try {
+      for (const path of [...Object.keys(answers), '/v1/unknown']) await fetch(base + path).then((r) => r.arrayBuffer());
+    } finally {
+      server.close();
+    }
+    assert.equal(drift.violations.length, 3, drift.violations.join('\n'));
+    assert.match(
+      drift.violations[0],
+      /^GET \/status 200: the body does not match #\/components\/schemas\/status: \/drive_id must match format "uuid"/,
+    );
+    assert.match(drift.violations[1], /^GET \/jobs answered 418, which is not documented/);
+    assert.match(drift.violations[2], /^GET \/v1\/nothing\/here: no operation documents it/);
   });
 
   describe('in a browser', () => {
