@@ -26,6 +26,7 @@ import { mountExportTranscript } from './export-transcript';
 import { createDownloadRoutes } from './downloads';
 import { mountPublishedProjects, type PublishedProjectsSettings } from './published-projects';
 import { createWebRoutes } from './web/routes';
+import { createApiDocsRoutes } from './api-docs';
 import type { BlobStore } from '../../lib/ports/blob-store';
 import type { SearchIndex } from '../../lib/ports/search-index';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -85,6 +86,7 @@ export function createApp(deps: QueryApiDeps): HttpApp {
       balance: createBalances({ store: deps.store, clock: deps.clock, ids: deps.ids }),
     },
   });
+  const docs = createApiDocsRoutes({ version: API_VERSION });
   const answers = keptJobAnswers();
   deps.watchCache?.('job_answers', answers.stats);
   const job: LaneRoute = {
@@ -154,8 +156,8 @@ export function createApp(deps: QueryApiDeps): HttpApp {
     },
     // Signed download URLs are their own credential (outside the token guard), as upload URLs are.
     outside: deps.downloadSecret
-      ? [web, createDownloadRoutes({ secret: deps.downloadSecret, blobs: deps.blobs, clock: deps.clock })]
-      : [web],
+      ? [docs, web, createDownloadRoutes({ secret: deps.downloadSecret, blobs: deps.blobs, clock: deps.clock })]
+      : [docs, web],
   });
 }
 
