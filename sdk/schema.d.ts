@@ -755,11 +755,21 @@ export type components = {
                 composition_id?: string;
                 access_level?: string;
                 media_type?: string;
-                /** Format: date-time */
-                published_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the first render was ready; null while the first publish is still processing (or failed)
+                 */
+                published_at?: string | null;
                 /** Format: date-time */
                 updated_at?: string;
                 name?: string;
+                /** @description Extension: the share URL's last segment (GET /published_projects/{slug}) */
+                slug?: string;
+                /**
+                 * @description Extension: whether the share URL serves a render yet
+                 * @enum {unknown}
+                 */
+                state?: "processing" | "published" | "failed";
             }[];
         };
         /** GET /projects response */
