@@ -101,18 +101,17 @@ export class ClaimLost extends Error {
 }
 
 const DEFAULT_LEASE_MS = 15_000;
-/** How long an attempt's first progress is held (see `progress` in runJob). */
-export const PROGRESS_GRACE_MS = 250;
-
 /**
  * `afterCancel` runs when a cancellation stopped the attempt, once its work has stopped: what the
  * work left that only this job needed can go then, as no attempt of the job writes any more.
+ * `progressGraceMs`: progress in the attempt's first milliseconds is held (see `progress` below).
  */
 export async function runJob<T extends JobType>(
   deps: RunnerDeps,
   job: Job<T>,
   work: (ctx: JobContext<T>) => Promise<WorkOutcome<T>>,
   afterCancel?: (job: Job<T>, log: Logger) => Promise<void>,
+  progressGraceMs = 0,
 ): Promise<void> {
   const jobs = deps.jobs ?? commandHandler(deps.store, jobDecider, streams.job);
   const log = deps.logger.child({ job_id: job.job_id, job_type: job.job_type, worker: deps.workerId });
@@ -169,7 +168,7 @@ export async function runJob<T extends JobType>(
   let lastProgress = { at: 0, label: '', percent: -1 };
   // Work reports progress without waiting for it; a write decided on the job stream waits for these first.
   let progressWrites: Promise<unknown> = Promise.resolve();
-  // Progress in the attempt's first PROGRESS_GRACE_MS is held, and only the newest is written when
+  // Progress in the attempt's first `progressGraceMs` is held, and only the newest is written when
   // the grace ends: a job done within it (an agent turn, a republish) writes none, since nobody
   // polls fast enough to see it and each is an fsynced append on the job's path.
   let held: { label: string; percent: number } | null = null;
@@ -182,9 +181,9 @@ export async function runJob<T extends JobType>(
   };
   const progress = async (label: string, percent: number): Promise<void> => {
     const sinceStart = Date.now() - startedAt;
-    if (sinceStart < PROGRESS_GRACE_MS) {
+    if (sinceStart < progressGraceMs) {
       held = { label, percent };
-      graceTimer ??= setTimeout(writeHeld, PROGRESS_GRACE_MS - sinceStart);
+      graceTimer ??= setTimeout(writeHeld, progressGraceMs - sinceStart);
       return;
     }
     const t = deps.clock.now().getTime();
