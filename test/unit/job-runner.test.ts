@@ -89,4 +89,52 @@ describe('job runner: retriable or not', () => {
       error_message: 'the job failed repeatedly and was given up; the last: the transcriber answered 503 (try 3)',
     });
   });
+
+  describe('progress grace', () => {
+    const success = { status: 'success' } as never;
+    const progressed = async (job: Job) =>
+      (await store.readStream(streams.job(job.job_id))).filter((e) => e.type === 'JobProgressed').map((e) => e.data.label);
+
+    it('writes no progress for a job done within the grace', async () => {
+      const job = await queued();
+      await runJob(
+        deps,
+        job,
+        async (ctx) => {
+          await ctx.progress('planning', 0);
+          await ctx.progress('running a tool', 50);
+          return { result: success, projectUrl: null };
+        },
+        undefined,
+        250,
+      );
+      assert.deepEqual(await progressed(job), []);
+      assert.equal((await stateOf(job)).status, 'stopped');
+    });
+
+    it('writes the newest held progress when the grace ends, then progress as usual; without a grace, every phase', async () => {
+      const job = await queued();
+      await runJob(
+        deps,
+        job,
+        async (ctx) => {
+          await ctx.progress('first', 0);
+          await ctx.progress('second', 10);
+          await new Promise((r) => setTimeout(r, 400));
+          await ctx.progress('third', 60);
+          return { result: success, projectUrl: null };
+        },
+        undefined,
+        250,
+      );
+      assert.deepEqual(await progressed(job), ['second', 'third']);
+      const plain = await queued();
+      await runJob(deps, plain, async (ctx) => {
+        await ctx.progress('first', 0);
+        await ctx.progress('second', 10);
+        return { result: success, projectUrl: null };
+      });
+      assert.deepEqual(await progressed(plain), ['first', 'second']);
+    });
+  });
 });
