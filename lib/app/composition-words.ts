@@ -82,7 +82,9 @@ export function keptCompositionWords(
       for (const t of m?.tracks ?? []) note(t.media);
     };
     for (const c of clips) note(c.media);
-    const key = createHash('sha256').update(JSON.stringify([clips, sources])).digest('base64');
+    const key = createHash('sha256')
+      .update(JSON.stringify([clips, sources]))
+      .digest('base64');
     const hit = kept.get(key);
     if (hit) {
       kept.delete(key);
