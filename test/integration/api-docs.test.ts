@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
+import Router from '@koa/router';
 import type { Browser } from 'playwright-core';
 import { startHarness, type Harness } from '../fixtures/harness';
 import { launchChromium, listenFirst, skipWithoutChromium } from '../fixtures/browser';
@@ -8,10 +9,37 @@ import { checkedAgainstDocument } from '../fixtures/openapi-drift';
 describe('API description: GET /v1/openapi.json and the /docs page', function () {
   this.timeout(60_000);
   let h: Harness;
+  /** Every route the apps register, as `METHOD /full/path` (seen by a spy on the router). */
+  const mounted = new Set<string>();
   before(async () => {
-    h = await startHarness({ processors: false });
+    const proto = Router.prototype as any;
+    const register = proto.register;
+    proto.register = function (this: Router, path: unknown, methods: string[], ...rest: unknown[]) {
+      const prefix = (this as any).opts?.prefix ?? '';
+      for (const method of methods.map((m) => m.toUpperCase()))
+        if (typeof path === 'string' && method !== 'HEAD') mounted.add(`${method} ${prefix}${path}`);
+      return register.call(this, path, methods, ...rest);
+    };
+    try {
+      h = await startHarness({ processors: false });
+    } finally {
+      proto.register = register;
+    }
   });
   after(async () => h.close());
+
+  it('documents every route the services mount under /v1', async () => {
+    const doc = (await h.http.get('/v1/openapi.json')).body as { paths: Record<string, Record<string, unknown>> };
+    const documented = new Set(
+      Object.entries(doc.paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} /v1${path}`)),
+    );
+    const routes = [...mounted].filter((r) => r.includes(' /v1/')).map((r) => r.replace(/:([A-Za-z_]+)/g, '{$1}'));
+    assert.ok(routes.length >= 20, `only ${routes.length} routes seen: ${routes.join(', ')}`);
+    assert.deepEqual(
+      routes.filter((r) => !documented.has(r)),
+      [],
+    );
+  });
 
   it('serves the OpenAPI 3.1 document with no token, cacheable by its ETag', async () => {
     const res = await h.http.get('/v1/openapi.json');

@@ -83,6 +83,17 @@ describe('the SDK (sdk/client.ts) against the service over loopback HTTP', funct
       assert.equal(err.state, 'cancelled');
       return true;
     });
+    const key = `sdk-${Date.now()}`;
+    const first = await client.importMedia(
+      { project_name: 'Once', add_media: { 'o.wav': { content_type: 'audio/wav', file_size: 10 } } },
+      { idempotencyKey: key },
+    );
+    const again = await client.importMedia(
+      { project_name: 'Once', add_media: { 'o.wav': { content_type: 'audio/wav', file_size: 10 } } },
+      { idempotencyKey: key },
+    );
+    assert.equal(again.job_id, first.job_id, 'the Idempotency-Key answers the first job again');
+    await client.cancelJob(first.job_id);
     const unauthorised = createClient({ baseUrl: `${base}/v1`, token: 'nope', fetch: loopbackFetch(base) });
     await assert.rejects(
       unauthorised.status(),
