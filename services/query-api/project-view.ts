@@ -91,7 +91,8 @@ export function renderProjectDetail(view: ProjectView, publications: readonly Pu
 
 /**
  * A `publishes` item (issue 21): the SPEC-era fields, then `slug` and `state` (additive). Its name
- * is the render's title; before the first render, the composition's name as it is now.
+ * is the render's title; before the first render, the composition's name as it is now (the
+ * project's when the composition is gone).
  */
 function publishEntry({ doc, state }: PublicationRead, view: ProjectView, webUrl: string): Record<string, unknown> {
   const composition = view.compositions.find((c) => c.id === doc.composition_id);
@@ -102,7 +103,7 @@ function publishEntry({ doc, state }: PublicationRead, view: ProjectView, webUrl
     media_type: doc.started.media_type,
     published_at: doc.published_at,
     updated_at: doc.updated_at,
-    name: doc.render?.title ?? composition?.name ?? null,
+    name: doc.render?.title ?? composition?.name ?? view.project.name,
     slug: doc.slug,
     state,
   };

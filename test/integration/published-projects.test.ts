@@ -257,7 +257,7 @@ describe('published projects: GET /v1/published_projects/{slug}', function () {
       assert.deepEqual(
         items.map((i) => [i.slug, i.state, i.media_type, i.access_level, i.name]),
         [
-          [running.slug, 'processing', 'Video', 'drive', null],
+          [running.slug, 'processing', 'Video', 'drive', 'Talk'], // its composition unknown: the project's name,
           [failed.slug, 'failed', 'Audio', 'private', 'Rough cut'],
           [done.slug, 'published', 'Video', 'public', 'Final title'],
         ],
