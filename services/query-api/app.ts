@@ -23,6 +23,8 @@ import { mountCompositionTranscript } from './composition-transcript';
 import { mountDeliveries } from './deliveries';
 import { mountTimelineExport } from './timeline-export';
 import { mountExportTranscript } from './export-transcript';
+import { mountJobEvents, type JobEventsOptions, type JobEventStreams } from './job-events';
+import type { Watermark } from '../../lib/app/consistency';
 import { createDownloadRoutes } from './downloads';
 import { createWebRoutes } from './web/routes';
 import type { BlobStore } from '../../lib/ports/blob-store';
@@ -54,12 +56,16 @@ export type QueryApiDeps = ApiAppDeps & {
   urlRefusal: (url: string) => string | null;
   /** Where the app's in-memory caches report how they do (`Metrics.watchCache`). */
   watchCache?: (name: string, stats: () => CacheStats) => void;
+  /** The read models' watermark: its moves wake the job event streams (without it, a shared timer does). */
+  watermark?: Watermark;
+  /** Bounds of the job event streams (JOB_EVENTS_* settings; defaults in job-events.ts). */
+  jobEvents?: Partial<JobEventsOptions>;
 };
 
 export const API_VERSION = '1.2';
 
-/** The read side: answers from the read models. */
-export function createApp(deps: QueryApiDeps): HttpApp {
+/** The read side: answers from the read models. `jobEvents`: its open event streams (ended on shutdown). */
+export function createApp(deps: QueryApiDeps): HttpApp & { jobEvents: JobEventStreams } {
   const web = createWebRoutes({
     authenticate: deps.authenticate,
     sessions: deps.sessions,
@@ -101,7 +107,8 @@ export function createApp(deps: QueryApiDeps): HttpApp {
       return { status: 200, json: answer.json };
     },
   };
-  return createApiApp(deps, {
+  let jobEvents: JobEventStreams | undefined;
+  const app = createApiApp(deps, {
     lane: [job],
     mount: (v1) => {
       v1.get('/status', (ctx) => {
@@ -142,12 +149,22 @@ export function createApp(deps: QueryApiDeps): HttpApp {
       mountDeliveries(v1, deps);
       mountTimelineExport(v1, deps);
       mountExportTranscript(v1, deps);
+      jobEvents = mountJobEvents(v1, {
+        read: deps.read,
+        store: deps.store,
+        logger: deps.logger,
+        consistency: deps.consistency?.hooks,
+        watermark: deps.watermark,
+        options: deps.jobEvents,
+      });
     },
     // Signed download URLs are their own credential (outside the token guard), as upload URLs are.
     outside: deps.downloadSecret
       ? [web, createDownloadRoutes({ secret: deps.downloadSecret, blobs: deps.blobs, clock: deps.clock })]
       : [web],
   });
+  if (!jobEvents) throw new Error('the job event routes were not mounted');
+  return Object.assign(app, { jobEvents });
 }
 
 /** Waits until what the page's final jobs changed is projected (nothing to wait for: undefined). */

@@ -33,6 +33,7 @@ export function queryDeps(
   | 'ids'
   | 'watchCache'
   | 'agentCatalog'
+  | 'jobEvents'
 > {
   for (const [name, stats] of Object.entries(readSide.caches)) metrics.watchCache(name, stats);
   return {
@@ -56,5 +57,6 @@ export function queryDeps(
     ids: randomIds,
     watchCache: metrics.watchCache,
     agentCatalog: openAgentCatalog(config.agent),
+    jobEvents: config.jobEvents,
   };
 }
