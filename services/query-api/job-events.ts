@@ -136,9 +136,14 @@ export function mountJobEvents(v1: Router, deps: JobEventsDeps): JobEventStreams
     body.write(`retry: ${options.retryMs}\n\n`);
 
     const send = sender(body, after, deps.consistency);
-    let chain = send(first);
+    // A write that failed ends this stream only (the client resumes), logged rather than unhandled.
+    const failed = (err: unknown) => {
+      (ctx as unknown as ApiContext).state.log.warn({ err, job_id: jobId }, 'job events: stream ended by an error');
+      body.destroy();
+    };
+    let chain = send(first).catch(failed);
     unwatch = watch.watch(jobId, (doc) => {
-      if (doc) chain = chain.then(() => send(doc));
+      if (doc) chain = chain.then(() => send(doc)).catch(failed);
     });
     // Ended before the watcher was registered (an already final job): nothing more to watch.
     if (body.destroyed || body.writableEnded) unwatch();
