@@ -83,9 +83,11 @@ export function mountJobEvents(v1: Router, deps: JobEventsDeps): JobEventStreams
   let tick: NodeJS.Timeout | null = null;
   const beat = () => {
     const now = Date.now();
-    for (const stream of open) {
-      if (now >= stream.endsAt) stream.body.end();
-      else stream.body.write(': keep-alive\n\n');
+    for (const { body, endsAt } of open) {
+      // Ended but not yet closed (its last bytes still being read): nothing more may be written.
+      if (body.writableEnded || body.destroyed) continue;
+      if (now >= endsAt) body.end();
+      else body.write(': keep-alive\n\n');
     }
   };
 
@@ -152,7 +154,7 @@ export function mountJobEvents(v1: Router, deps: JobEventsDeps): JobEventStreams
   return {
     close() {
       watch.stop();
-      for (const stream of open) stream.body.end();
+      for (const { body } of open) if (!body.writableEnded) body.end();
     },
     open: () => open.size,
     watched: watch.size,
