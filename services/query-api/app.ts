@@ -11,7 +11,7 @@ import type { EventStore } from '../../lib/ports/event-store';
 import type { Condition, Doc, ReadQueries } from '../../lib/ports/read-store';
 import { createApiApp, type ApiAppDeps, type HttpApp } from '../../lib/http/app';
 import type { LaneRoute } from '../../lib/http/express-lane';
-import type { CacheStats } from '../../lib/observability/metrics';
+import type { CacheStats, JobEventStreamStats } from '../../lib/observability/metrics';
 import { findPage } from '../../lib/http/cursor';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
@@ -60,6 +60,8 @@ export type QueryApiDeps = ApiAppDeps & {
   watermark?: Watermark;
   /** Bounds of the job event streams (JOB_EVENTS_* settings; defaults in job-events.ts). */
   jobEvents?: Partial<JobEventsOptions>;
+  /** Where the open job event streams are reported (`Metrics.watchJobEvents`). */
+  watchJobEvents?: (stats: () => JobEventStreamStats) => void;
 };
 
 export const API_VERSION = '1.2';
@@ -164,6 +166,8 @@ export function createApp(deps: QueryApiDeps): HttpApp & { jobEvents: JobEventSt
       : [web],
   });
   if (!jobEvents) throw new Error('the job event routes were not mounted');
+  const streams = jobEvents;
+  deps.watchJobEvents?.(() => ({ open: streams.open(), watchedJobs: streams.watched().jobs }));
   return Object.assign(app, { jobEvents });
 }
 

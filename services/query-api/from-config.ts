@@ -16,7 +16,7 @@ export function queryDeps(
   config: Config,
   readSide: ReadSide,
   store: EventStore,
-  metrics: Pick<Metrics, 'watchCache'>,
+  metrics: Pick<Metrics, 'watchCache' | 'watchJobEvents'>,
 ): Pick<
   QueryApiDeps,
   | 'read'
@@ -34,6 +34,7 @@ export function queryDeps(
   | 'watchCache'
   | 'agentCatalog'
   | 'jobEvents'
+  | 'watchJobEvents'
 > {
   for (const [name, stats] of Object.entries(readSide.caches)) metrics.watchCache(name, stats);
   return {
@@ -58,5 +59,6 @@ export function queryDeps(
     watchCache: metrics.watchCache,
     agentCatalog: openAgentCatalog(config.agent),
     jobEvents: config.jobEvents,
+    watchJobEvents: metrics.watchJobEvents,
   };
 }

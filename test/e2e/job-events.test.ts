@@ -6,6 +6,7 @@ import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
 import { admin, apiClient, buildOnce, startService, type ServiceProcess } from '../fixtures/service-process';
 import { openSse } from '../fixtures/sse';
+import { waitFor } from '../fixtures/wait';
 
 /**
  * Live job events under `npm start`: the projector runs in the worker process, the stream is
@@ -34,6 +35,14 @@ describe('e2e: job events across processes (npm start)', function () {
 
   const events = (jobId: string, headers: Record<string, string> = {}) =>
     openSse(`${svc.base}/v1/jobs/${jobId}/events`, { Authorization: `Bearer ${token}`, ...headers });
+
+  /** `job_event_streams{what="open"}` as /metrics reports it. */
+  const openStreams = async () => {
+    const text = await (await fetch(`${svc.base}/metrics`)).text();
+    const line = /^job_event_streams\{what="open"\} (\d+)$/m.exec(text);
+    assert.ok(line, 'job_event_streams is exported');
+    return Number(line[1]);
+  };
 
   it("delivers an import's stop to the open stream, then closes it; the last event is what GET answers", async () => {
     const api = apiClient(svc, token);
@@ -64,10 +73,12 @@ describe('e2e: job events across processes (npm start)', function () {
     const stream = await events(job_id);
     const first = await stream.nextEvent();
     assert.equal((JSON.parse(first!.data) as { job_state: string }).job_state, 'queued');
+    assert.equal(await openStreams(), 1, 'the open stream is in /metrics');
     assert.equal((await api.delete(`/jobs/${job_id}`)).status, 204);
     const rest = await stream.rest();
     assert.equal(rest.length, 1);
     assert.equal((JSON.parse(rest[0].data) as { job_state: string }).job_state, 'cancelled');
+    await waitFor(async () => (await openStreams()) === 0, { what: 'the closed stream to leave /metrics' });
   });
 
   it('ends open streams on SIGTERM, so the service stops rather than waiting for their jobs', async () => {
