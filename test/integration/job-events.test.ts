@@ -226,6 +226,15 @@ describe('GET /v1/jobs/{job_id}/events: live job events (SSE over loopback)', fu
       assert.deepEqual(h.jobEvents.watched(), { jobs: 0, watchers: 0 }, 'no watcher left behind');
     });
 
+    it('answers HEAD with the stream headers and holds nothing open', async () => {
+      const jobId = await startImport(h, 'file', 'a.wav');
+      const res = await h.http.head(`/v1/jobs/${jobId}/events`).set(h.auth());
+      assert.equal(res.status, 200);
+      assert.match(res.headers['content-type'], /^text\/event-stream/);
+      await waitFor(() => h.jobEvents.open() === 0, { what: 'the HEAD to hold no stream' });
+      assert.deepEqual(h.jobEvents.watched(), { jobs: 0, watchers: 0 });
+    });
+
     it('writes keep-alive comments while nothing changes', async () => {
       const jobId = await startImport(h, 'file', 'a.wav');
       const s = open(await api.events(jobId));
