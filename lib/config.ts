@@ -92,6 +92,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       DOWNLOAD_URL_TTL: duration({ default: 3600 }),
       UPLOAD_URL_TTL: duration({ default: 3 * 3600 }),
       RATE_LIMIT_PER_MINUTE: positiveInt({ default: 600 }),
+      // GET /published_projects/{slug}, per user (DESIGN §3), on top of the per-token limit.
+      PUBLISHED_PROJECTS_RATE_LIMIT_PER_HOUR: positiveInt({ default: 1000 }),
       WEB_FORM_RATE_LIMIT_PER_MINUTE: positiveInt({ default: 30 }),
       WEB_SESSION_TTL: duration({ default: 8 * 3600 }),
       TRUSTED_PROXY_HOPS: nonNegativeInt({ default: 0 }),
@@ -166,6 +168,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     downloadUrlTtlSeconds: raw.DOWNLOAD_URL_TTL,
     uploadUrlTtlSeconds: raw.UPLOAD_URL_TTL,
     rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE,
+    publishedProjectsPerHour: raw.PUBLISHED_PROJECTS_RATE_LIMIT_PER_HOUR,
     web: {
       formsPerMinute: raw.WEB_FORM_RATE_LIMIT_PER_MINUTE,
       sessionTtlSeconds: raw.WEB_SESSION_TTL,

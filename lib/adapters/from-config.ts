@@ -141,6 +141,12 @@ export function openRateLimiter(config: Config, mongo?: MongoClient): RateLimite
   return mongo ? new RateLimiterMongo({ ...options, storeClient: mongo }) : new RateLimiterMemory(options);
 }
 
+/** GET /published_projects/{slug}: per user over a one-hour window; shared by replicas through MongoDB. */
+export function openPublishedProjectsLimiter(config: Config, mongo?: MongoClient): RateLimiterAbstract {
+  const options = { points: config.publishedProjectsPerHour, duration: 3600, keyPrefix: 'published-projects' };
+  return mongo ? new RateLimiterMongo({ ...options, storeClient: mongo }) : new RateLimiterMemory(options);
+}
+
 /** Per client address, the web forms (`POST /login`, `/import`) in a one-minute window; shared by replicas through MongoDB. */
 export function openWebFormLimiter(config: Config, mongo?: MongoClient): RateLimiterAbstract {
   const options = { points: config.web.formsPerMinute, duration: 60, keyPrefix: 'web-forms' };

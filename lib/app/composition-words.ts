@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { compositionTranscript, sequenceWords, type Clip, type Word } from '../domain/edl';
 import type { SequenceTrack } from '../domain/import';
 import type { BlobStore } from '../ports/blob-store';
@@ -55,4 +56,48 @@ export async function compositionWords(
 ): Promise<Word[]> {
   const media = new Map(project.media.map((m) => [m.ref, m]));
   return wordsOfClips(blobs, (ref) => media.get(ref), clips, load);
+}
+
+/**
+ * `compositionWords` with the derived words kept (up to `maxWords` in all, least recently used
+ * out first), by what they are made of: the clips and the word sources of the media they play.
+ * An export in a second format, or of an unchanged composition again, derives nothing (an hour
+ * with 300 cuts is ~5 ms and a large share of an export's garbage). Callers share the arrays:
+ * they must not change them.
+ */
+export function keptCompositionWords(
+  blobs: BlobStore,
+  load: (key: string) => Promise<readonly Word[]>,
+  maxWords = 200_000,
+): (project: ProjectDoc, clips: readonly Clip[]) => Promise<readonly Word[]> {
+  const kept = new Map<string, readonly Word[]>();
+  let words = 0;
+  return async (project, clips) => {
+    const media = new Map(project.media.map((m) => [m.ref, m]));
+    const sources: Record<string, WordSource | null> = {};
+    const note = (ref: string) => {
+      if (ref in sources) return;
+      const m = media.get(ref);
+      sources[ref] = m ? { transcript_key: m.transcript_key, tracks: m.tracks } : null;
+      for (const t of m?.tracks ?? []) note(t.media);
+    };
+    for (const c of clips) note(c.media);
+    const key = createHash('sha256').update(JSON.stringify([clips, sources])).digest('base64');
+    const hit = kept.get(key);
+    if (hit) {
+      kept.delete(key);
+      kept.set(key, hit);
+      return hit;
+    }
+    const derived = await wordsOfClips(blobs, (ref) => media.get(ref), clips, load);
+    if (derived.length > maxWords || kept.has(key)) return derived;
+    kept.set(key, derived);
+    words += derived.length;
+    for (const [oldest, w] of kept) {
+      if (words <= maxWords) break;
+      kept.delete(oldest);
+      words -= w.length;
+    }
+    return derived;
+  };
 }

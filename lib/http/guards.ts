@@ -14,7 +14,11 @@ export const authenticate = (auth: Authenticate) => async (ctx: Context, next: N
  * process, MongoDB-backed when the APIs run as several replicas). Resolves to the headers that
  * say what is left; over the limit, throws a 429 carrying them and Retry-After.
  */
-export async function consumeRateLimit(limiter: RateLimiterAbstract, tokenId: string): Promise<Record<string, string>> {
+export async function consumeRateLimit(
+  limiter: RateLimiterAbstract,
+  key: string,
+  window: 'minute' | 'hour' = 'minute',
+): Promise<Record<string, string>> {
   const limit = String(limiter.points);
   const headers = (r: RateLimiterRes) => ({
     'X-RateLimit-Limit': limit,
@@ -22,13 +26,13 @@ export async function consumeRateLimit(limiter: RateLimiterAbstract, tokenId: st
     'X-RateLimit-Consumed': String(r.consumedPoints),
   });
   try {
-    return headers(await limiter.consume(tokenId));
+    return headers(await limiter.consume(key));
   } catch (rejection) {
     if (rejection instanceof Error) throw rejection; // the limiter's store failed: not a 429
     const r = rejection as RateLimiterRes;
     throw new AppErrorWithHeaders(
       'rate_limit_exceeded',
-      `rate limit of ${limit} requests per minute exceeded; retry after the Retry-After seconds`,
+      `rate limit of ${limit} requests per ${window} exceeded; retry after the Retry-After seconds`,
       { ...headers(r), 'Retry-After': String(Math.max(1, Math.ceil(r.msBeforeNext / 1000))) },
     );
   }

@@ -85,7 +85,8 @@ function typeEngine(deps: EngineDeps, runner: RunnerDeps, type: AnyJobTypeDefini
   const def = type as unknown as JobTypeDefinition<JobType, JobTypeDeps>;
   const log = (job: Job) => deps.logger.child({ job_id: job.job_id, job_type: job.job_type });
   const afterCancel = def.afterCancel && ((job: Job, l: Logger) => def.afterCancel!(deps, job, l));
-  const run = (job: Job) => pool.submit(job.drive_id, job.job_id, () => runJob(runner, job, (ctx) => def.work(deps, ctx), afterCancel));
+  const run = (job: Job) =>
+    pool.submit(job.drive_id, job.job_id, () => runJob(runner, job, (ctx) => def.work(deps, ctx), afterCancel, def.progressGraceMs));
   const now = () => deps.clock.now().toISOString();
 
   /** The job's state, when the job is this type's. */

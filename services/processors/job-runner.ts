@@ -101,16 +101,17 @@ export class ClaimLost extends Error {
 }
 
 const DEFAULT_LEASE_MS = 15_000;
-
 /**
  * `afterCancel` runs when a cancellation stopped the attempt, once its work has stopped: what the
  * work left that only this job needed can go then, as no attempt of the job writes any more.
+ * `progressGraceMs`: progress in the attempt's first milliseconds is held (see `progress` below).
  */
 export async function runJob<T extends JobType>(
   deps: RunnerDeps,
   job: Job<T>,
   work: (ctx: JobContext<T>) => Promise<WorkOutcome<T>>,
   afterCancel?: (job: Job<T>, log: Logger) => Promise<void>,
+  progressGraceMs = 0,
 ): Promise<void> {
   const jobs = deps.jobs ?? commandHandler(deps.store, jobDecider, streams.job);
   const log = deps.logger.child({ job_id: job.job_id, job_type: job.job_type, worker: deps.workerId });
@@ -167,7 +168,24 @@ export async function runJob<T extends JobType>(
   let lastProgress = { at: 0, label: '', percent: -1 };
   // Work reports progress without waiting for it; a write decided on the job stream waits for these first.
   let progressWrites: Promise<unknown> = Promise.resolve();
-  const progress = async (label: string, percent: number) => {
+  // Progress in the attempt's first `progressGraceMs` is held, and only the newest is written when
+  // the grace ends: a job done within it (an agent turn, a republish) writes none, since nobody
+  // polls fast enough to see it and each is an fsynced append on the job's path.
+  let held: { label: string; percent: number } | null = null;
+  let graceTimer: NodeJS.Timeout | undefined;
+  const writeHeld = () => {
+    const h = held;
+    held = null;
+    if (h && !stop.signal.aborted)
+      void progress(h.label, h.percent).catch((err: unknown) => log.debug({ err }, 'held progress not written'));
+  };
+  const progress = async (label: string, percent: number): Promise<void> => {
+    const sinceStart = Date.now() - startedAt;
+    if (sinceStart < progressGraceMs) {
+      held = { label, percent };
+      graceTimer ??= setTimeout(writeHeld, progressGraceMs - sinceStart);
+      return;
+    }
     const t = deps.clock.now().getTime();
     const rounded = Math.round(percent);
     if (label === lastProgress.label && (t - lastProgress.at < 1000 || rounded === lastProgress.percent)) return;
@@ -202,6 +220,8 @@ export async function runJob<T extends JobType>(
 
   try {
     const outcome = await work({ job, attempt, signal, progress, charge, ...balance, log });
+    clearTimeout(graceTimer);
+    held = null;
     if (stop.signal.aborted) return await finishAborted();
     const stopped = await command({ type: 'StopJob', attempt, result: outcome.result, projectUrl: outcome.projectUrl, now: now() });
     if (stopped.events.length > 0) await releaseHeld(deps, job, 'the job stopped', log);
@@ -235,6 +255,7 @@ export async function runJob<T extends JobType>(
     throw err; // the log delivers the job again, after its back-off, and the next attempt resumes
   } finally {
     clearInterval(watcher);
+    clearTimeout(graceTimer);
   }
 
   async function finishAborted() {

@@ -25,6 +25,13 @@ export interface JobTypeDefinition<T extends JobType = JobType, D = unknown> {
   readonly wakesOn?: readonly string[];
   /** Looks for waiting jobs that became ready by time alone, calling `start` with their ids, until `signal`. */
   sweep?(deps: D, start: (jobId: string) => Promise<void>, signal: AbortSignal): Promise<void>;
+  /**
+   * Progress reported in an attempt's first milliseconds is held, and only the newest written
+   * when they pass (none when the job is done by then): for types whose jobs often end within a
+   * fraction of a second (agent turns, cached republishes), where each progress event would be an
+   * fsynced append nobody could see. Default 0: every phase recorded (imports).
+   */
+  readonly progressGraceMs?: number;
   /** What goes when a job of the type is cancelled: what its work left that only it needed. */
   afterCancel?(deps: D, job: Job<T>, log: Logger): Promise<void>;
 }

@@ -26,7 +26,9 @@ import { mountExportTranscript } from './export-transcript';
 import { mountJobEvents, type JobEventsOptions, type JobEventStreams } from './job-events';
 import type { Watermark } from '../../lib/app/consistency';
 import { createDownloadRoutes } from './downloads';
+import { mountPublishedProjects, type PublishedProjectsSettings } from './published-projects';
 import { createWebRoutes } from './web/routes';
+import { createApiDocsRoutes } from './api-docs';
 import type { BlobStore } from '../../lib/ports/blob-store';
 import type { SearchIndex } from '../../lib/ports/search-index';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -46,6 +48,11 @@ export type QueryApiDeps = ApiAppDeps & {
   /** SIGNING_SECRET: download URLs signed with it are served (services/query-api/downloads.ts). */
   downloadSecret?: string;
   webUrl: string;
+  /**
+   * GET /published_projects/{slug}: its per-user limiter and how its download URLs are signed.
+   * Mounted with `downloadSecret`; without both, the route does not exist (404).
+   */
+  published?: PublishedProjectsSettings;
   /** The web pages' sign-ins (`createWebSessions` over the writable read store). */
   sessions: WebSessions;
   /** Per client address: `POST /login`s and `/import`s in its window. */
@@ -87,6 +94,7 @@ export function createApp(deps: QueryApiDeps): HttpApp & { jobEvents: JobEventSt
       balance: createBalances({ store: deps.store, clock: deps.clock, ids: deps.ids }),
     },
   });
+  const docs = createApiDocsRoutes({ version: API_VERSION });
   const answers = keptJobAnswers();
   deps.watchCache?.('job_answers', answers.stats);
   const job: LaneRoute = {
@@ -151,8 +159,12 @@ export function createApp(deps: QueryApiDeps): HttpApp & { jobEvents: JobEventSt
       mountDeliveries(v1, deps);
       mountTimelineExport(v1, deps);
       mountExportTranscript(v1, deps);
+      if (deps.published && deps.downloadSecret) {
+        mountPublishedProjects(v1, { ...deps, published: deps.published, downloadSecret: deps.downloadSecret });
+      }
       jobEvents = mountJobEvents(v1, {
         read: deps.read,
+        schemas: deps.schemas,
         store: deps.store,
         logger: deps.logger,
         consistency: deps.consistency?.hooks,
@@ -162,8 +174,8 @@ export function createApp(deps: QueryApiDeps): HttpApp & { jobEvents: JobEventSt
     },
     // Signed download URLs are their own credential (outside the token guard), as upload URLs are.
     outside: deps.downloadSecret
-      ? [web, createDownloadRoutes({ secret: deps.downloadSecret, blobs: deps.blobs, clock: deps.clock })]
-      : [web],
+      ? [docs, web, createDownloadRoutes({ secret: deps.downloadSecret, blobs: deps.blobs, clock: deps.clock })]
+      : [docs, web],
   });
   if (!jobEvents) throw new Error('the job event routes were not mounted');
   const streams = jobEvents;

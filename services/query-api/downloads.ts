@@ -28,7 +28,7 @@ export function createDownloadRoutes(deps: DownloadRouteDeps): Router {
     const target = authorise(deps, ctx);
     const blob = await deps.blobs.open(target.blob);
     if (!blob) throw notFound('the file of this download is no longer available');
-    serve(ctx, target, blob);
+    serveBlob(ctx, target, blob);
   });
   return router;
 }
@@ -40,9 +40,18 @@ function authorise(deps: DownloadRouteDeps, ctx: Context): DownloadTarget {
   throw forbidden('the download URL is not valid: its signature does not match its path and parameters');
 }
 
-function serve(ctx: Context, target: DownloadTarget, blob: BlobReader): void {
+/**
+ * Sends `blob` as `target` says, ranges and validators included. `inline` (a page's player) names
+ * the file without asking the browser to save it.
+ */
+export function serveBlob(
+  ctx: Context,
+  target: DownloadTarget,
+  blob: BlobReader,
+  disposition: 'attachment' | 'inline' = 'attachment',
+): void {
   ctx.status = 200;
-  ctx.attachment(target.filename);
+  ctx.attachment(target.filename, { type: disposition });
   ctx.type = MEDIA_TYPE.test(target.contentType) ? target.contentType : 'application/octet-stream';
   ctx.set('Accept-Ranges', 'bytes');
   ctx.set('Cache-Control', 'private, no-transform');

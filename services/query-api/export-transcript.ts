@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import { Readable } from 'node:stream';
 import { renderDocx } from '../../lib/adapters/docx/transcript';
-import { compositionWords } from '../../lib/app/composition-words';
+import { keptCompositionWords } from '../../lib/app/composition-words';
 import { chooseComposition } from '../../lib/domain/composition-ref';
 import { keptTranscripts } from '../../lib/app/transcripts';
 import type { Word } from '../../lib/domain/edl';
@@ -50,6 +50,7 @@ export function mountExportTranscript(
 ): void {
   // Someone exporting a transcript often takes it in a second format: its words stay parsed.
   const transcripts = keptTranscripts(deps.blobs);
+  const wordsOf = keptCompositionWords(deps.blobs, transcripts);
   v1.post('/export/transcript', async (ctx) => {
     const { auth } = (ctx as unknown as ApiContext).state;
     const body = ctx.request.body;
@@ -61,7 +62,7 @@ export function mountExportTranscript(
       webUrl: deps.webUrl,
       hasContent: (c) => c.clips.length > 0 && c.duration > 0,
     });
-    const words = await compositionWords(deps.blobs, view.project, composition.clips, transcripts);
+    const words = await wordsOf(view.project, composition.clips);
     const format = FORMATS.get(request.format)!;
     ctx.status = 200;
     const stem = fileStem(composition.name);

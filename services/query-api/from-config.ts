@@ -1,5 +1,12 @@
 import { openAgentCatalog } from '../../lib/adapters/agent/catalog-file';
-import { openBlobStore, openSigningSecret, openUrlRefusal, openWebFormLimiter, type ReadSide } from '../../lib/adapters/from-config';
+import {
+  openBlobStore,
+  openPublishedProjectsLimiter,
+  openSigningSecret,
+  openUrlRefusal,
+  openWebFormLimiter,
+  type ReadSide,
+} from '../../lib/adapters/from-config';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { principalsByTokenId } from '../../lib/app/tenancy';
 import { createWebSessions } from '../../lib/app/web-sessions';
@@ -35,6 +42,7 @@ export function queryDeps(
   | 'agentCatalog'
   | 'jobEvents'
   | 'watchJobEvents'
+  | 'published'
 > {
   for (const [name, stats] of Object.entries(readSide.caches)) metrics.watchCache(name, stats);
   return {
@@ -60,5 +68,10 @@ export function queryDeps(
     agentCatalog: openAgentCatalog(config.agent),
     jobEvents: config.jobEvents,
     watchJobEvents: metrics.watchJobEvents,
+    published: {
+      limiter: openPublishedProjectsLimiter(config, readSide.mongo),
+      baseUrl: config.baseUrl,
+      downloadUrlTtlSeconds: config.downloadUrlTtlSeconds,
+    },
   };
 }

@@ -10,6 +10,7 @@ import type { ApiContext } from '../../lib/http/middleware';
 import { AppErrorWithHeaders } from '../../lib/http/middleware';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { Doc, ReadQueries } from '../../lib/ports/read-store';
+import type { SchemaRegistry } from '../../lib/http/schemas';
 import { endedAt, evolveJobDoc, JOBS, renderJob } from '../../lib/read-models/jobs';
 
 /**
@@ -45,6 +46,7 @@ const LAST_EVENT_ID = /^\d{1,15}$/;
 
 export type JobEventsDeps = {
   read: ReadQueries;
+  schemas: SchemaRegistry;
   store: EventStore;
   logger: Logger;
   /** Final documents wait for their effects to be projected, as GET's do. */
@@ -94,7 +96,9 @@ export function mountJobEvents(v1: Router, deps: JobEventsDeps): JobEventStreams
   v1.get('/jobs/:job_id/events', async (ctx) => {
     const { auth } = (ctx as unknown as ApiContext).state;
     const jobId = ctx.params.job_id;
-    const after = lastEventId(ctx.get('last-event-id'), ctx.query.last_event_id);
+    const query: Record<string, unknown> = { ...ctx.query };
+    deps.schemas.assertQuery('job-events-query', query);
+    const after = lastEventId(ctx.get('last-event-id'), query.last_event_id as string | undefined);
     const first = isJobId(jobId) ? await readJob(jobId) : null;
     if (!first) throw notFound(`job ${jobId} does not exist`);
     if (first.drive_id !== auth.driveId) throw forbidden(`job ${jobId} belongs to another drive`);
@@ -161,13 +165,11 @@ export function mountJobEvents(v1: Router, deps: JobEventsDeps): JobEventStreams
   };
 }
 
-/** `Last-Event-ID` (header) or `last_event_id` (query, for EventSource's first connect): null when neither. */
-function lastEventId(header: string, query: string | string[] | undefined): number | null {
-  if (Array.isArray(query)) throw invalidInput('last_event_id: give it once');
-  const [raw, field] = header !== '' ? [header, 'Last-Event-ID'] : [query, 'last_event_id'];
-  if (raw === undefined) return null;
-  if (!LAST_EVENT_ID.test(raw)) throw invalidInput(`${field}: must be an event id this stream sent (a non-negative integer)`);
-  return Number(raw);
+/** `Last-Event-ID` (header) or `last_event_id` (query, checked by its schema): null when neither. */
+function lastEventId(header: string, query: string | undefined): number | null {
+  if (header === '') return query === undefined ? null : Number(query);
+  if (!LAST_EVENT_ID.test(header)) throw invalidInput('Last-Event-ID: must be an event id this stream sent (a non-negative integer)');
+  return Number(header);
 }
 
 /**

@@ -1,4 +1,6 @@
+import type { PublicationRead } from '../../lib/app/published';
 import type { Principal } from '../../lib/app/tenancy';
+import { shareUrl } from '../../lib/domain/publication';
 import { compositionMediaType, type Clip, type Marker } from '../../lib/domain/edl';
 import { forbidden, invalidInput, notFound } from '../../lib/domain/errors';
 import { isUuid, streams } from '../../lib/domain/ids';
@@ -70,8 +72,8 @@ export async function loadProjectView(deps: ProjectViewDeps, who: Principal, pro
   return { project, compositions };
 }
 
-/** `GET /projects/{project_id}` as the spec shapes it. */
-export function renderProjectDetail(view: ProjectView): Record<string, unknown> {
+/** `GET /projects/{project_id}` as the spec shapes it, with the project's publications newest first. */
+export function renderProjectDetail(view: ProjectView, publications: readonly PublicationRead[], webUrl: string): Record<string, unknown> {
   const { project } = view;
   return {
     id: project.id,
@@ -82,8 +84,27 @@ export function renderProjectDetail(view: ProjectView): Record<string, unknown> 
     // Own properties from entries: a reference such as "__proto__" stays a key.
     media_files: Object.fromEntries(project.media.map((m) => [m.ref, mediaFileOf(m)])),
     compositions: view.compositions.map(({ id, name, duration, media_type }) => ({ id, name, duration, media_type })),
-    publishes: [],
+    publishes: publications.map((p) => publishEntry(p, view, webUrl)),
     ...(project.folder_path !== null && { folder_path: project.folder_path }),
+  };
+}
+
+/**
+ * A `publishes` item (issue 21): the SPEC-era fields, then `slug` and `state` (additive). Its name
+ * is the render's title; before the first render, the composition's name as it is now.
+ */
+function publishEntry({ doc, state }: PublicationRead, view: ProjectView, webUrl: string): Record<string, unknown> {
+  const composition = view.compositions.find((c) => c.id === doc.composition_id);
+  return {
+    share_url: shareUrl(webUrl, doc.slug),
+    composition_id: doc.composition_id,
+    access_level: doc.started.access_level,
+    media_type: doc.started.media_type,
+    published_at: doc.published_at,
+    updated_at: doc.updated_at,
+    name: doc.render?.title ?? composition?.name ?? null,
+    slug: doc.slug,
+    state,
   };
 }
 

@@ -11,6 +11,7 @@ import type { Clock, Ids } from '../../lib/ports/clock';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { Condition, ReadQueries } from '../../lib/ports/read-store';
 import { PROJECTS, type ProjectDoc } from '../../lib/read-models/projects';
+import { publicationsOfProject } from '../../lib/app/published';
 import { loadProjectView, renderProjectDetail } from './project-view';
 
 /** GET /projects and GET /projects/{project_id}, from the `projects` and `compositions` read models. */
@@ -22,6 +23,8 @@ export type ProjectsDeps = {
   clock: Clock;
   ids: Ids;
   logger: Logger;
+  /** WEB_URL: where publications' share pages are. */
+  webUrl: string;
 };
 
 /** The sort a query names → the field it orders by (names fold case). */
@@ -64,7 +67,7 @@ export function mountProjects(v1: Router, deps: ProjectsDeps): void {
   v1.get('/projects/:project_id', async (ctx) => {
     const { auth, log } = (ctx as unknown as ApiContext).state;
     const view = await loadProjectView(deps, auth, ctx.params.project_id);
-    ctx.body = renderProjectDetail(view);
+    ctx.body = renderProjectDetail(view, await publicationsOfProject(deps.read, view.project.id), deps.webUrl);
     views.record(auth, view.project.id, log);
   });
 }

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { resolveFfmpegPaths } from '../../lib/adapters/ffmpeg/binaries';
+import { updateDrive } from '../../lib/app/admin';
 import { handleCommand } from '../../lib/app/command-handler';
 import { compositionDecider } from '../../lib/domain/composition';
 import type { Word } from '../../lib/domain/edl';
@@ -139,6 +140,7 @@ describe('publish jobs: renders, publications, downloads', function () {
     const dir = mkdtempSync(join(tmpdir(), 'publish-'));
     media = await startMediaServer({ 'tone.mp4': await toneVideo(dir) });
     h = await startHarness();
+    await updateDrive(h.admin, h.drive.drive_id, { partner: true }); // the metadata endpoint is partner access
     const res = await h.http
       .post('/v1/jobs/import/project_media')
       .set(h.auth())
@@ -435,6 +437,9 @@ describe('publish jobs: renders, publications, downloads', function () {
     const doc = await publicationOf({ composition_id: long });
     assert.ok(doc, 'listed from the moment the job started');
     assert.equal(doc.render, null);
+    const metadata = () => h.http.get(`/v1/published_projects/${doc.slug}`).set(h.auth());
+    const during = await metadata();
+    assert.deepEqual([during.status, during.body.error, during.body.state], [409, 'conflict', 'processing'], 'while the first render runs');
     const res = await h.http.delete(`/v1/jobs/${jobId}`).set(h.auth());
     assert.equal(res.status, 204);
     await waitFor(
@@ -442,20 +447,16 @@ describe('publish jobs: renders, publications, downloads', function () {
         processesMentioning(h.dir).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('ffmpeg')).length === 0
           ? true
           : null,
-      {
-        timeoutMs: 5_000,
-        what: 'ffmpeg gone',
-      },
+      { timeoutMs: 2_000, what: 'ffmpeg gone within a second of the cancel being seen (the engine looks every 50 ms here)' },
     );
     const dir = join(h.dir, 'blobs', h.drive.drive_id, projectId);
-    assert.deepEqual(
-      readdirSync(dir).filter((f) => f.endsWith('.part')),
-      [],
-      'no partial file',
-    );
+    // Removed by the renderer once ffmpeg has exited.
+    await waitFor(() => (readdirSync(dir).some((f) => f.endsWith('.part')) ? null : true), { timeoutMs: 2_000, what: 'no partial file' });
     assert.equal(renderBlobs().length, filesBefore, 'no render');
     const job = await h.waitForJob(jobId);
     assert.equal(job.job_state, 'cancelled');
     assert.equal((await publicationOf({ composition_id: long }))!.render, null);
+    const after = await metadata();
+    assert.deepEqual([after.status, after.body.state], [409, 'failed'], 'a cancelled first publish reads failed');
   });
 });

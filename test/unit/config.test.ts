@@ -24,6 +24,14 @@ describe('configuration from the environment', () => {
     assert.throws(() => loadConfig({ PUBLISH_CONCURRENCY: '0' }), /PUBLISH_CONCURRENCY/);
   });
 
+  it('limits GET /published_projects/{slug} to 1000 requests per user per hour unless PUBLISHED_PROJECTS_RATE_LIMIT_PER_HOUR says', () => {
+    assert.equal(loadConfig({}).publishedProjectsPerHour, 1000);
+    assert.equal(loadConfig({ PUBLISHED_PROJECTS_RATE_LIMIT_PER_HOUR: '50' }).publishedProjectsPerHour, 50);
+    for (const bad of ['0', '-1', 'many']) {
+      assert.throws(() => loadConfig({ PUBLISHED_PROJECTS_RATE_LIMIT_PER_HOUR: bad }), /PUBLISHED_PROJECTS_RATE_LIMIT_PER_HOUR/);
+    }
+  });
+
   it('derives BASE_URL and WEB_URL from PORT', () => {
     const c = loadConfig({ PORT: '9090' });
     assert.equal(c.baseUrl, 'http://localhost:9090/v1');

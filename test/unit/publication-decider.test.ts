@@ -8,8 +8,8 @@ import {
   type PublicationCommand,
   type PublicationEvent,
 } from '../../lib/domain/publication';
-import { specFor } from '../fixtures/given';
 import type { AccessLevel } from '../../lib/domain/tenancy';
+import { specFor } from '../fixtures/given';
 
 describe('publication decider', () => {
   const given = specFor(publicationDecider);

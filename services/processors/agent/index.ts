@@ -18,4 +18,5 @@ export const agentJobType: JobTypeDefinition<'agent', AgentDeps> = {
   group: 'agent-processor',
   pool: 'agent',
   work: runTurn,
+  progressGraceMs: 250,
 };

@@ -14,4 +14,5 @@ export const publishJobType: JobTypeDefinition<'publish', PublishDeps> = {
   group: 'publish-processor',
   pool: 'publish',
   work: runPublish,
+  progressGraceMs: 250,
 };

@@ -59,14 +59,15 @@ section.focus{border:2px solid #0a66c2;background:#f4f8fd}
 form.inline{display:inline}input[type=password]{width:28rem;max-width:100%}
 `;
 
-/** A whole page: the one place the document shell and its inline style (allowed by the CSP) live. */
-export const layout = (title: string, body: Html): Html =>
+/** A whole page: the one place the document shell and its inline style (allowed by the CSP) live; `head`: more `<meta>`s. */
+export const layout = (title: string, body: Html, head?: Html): Html =>
   html`<!doctype html>
     <html lang="en">
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>${title} · Media Project Service</title>
+        ${head}
         <style>
           ${new Html(STYLE)}
         </style>

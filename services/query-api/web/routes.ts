@@ -18,13 +18,15 @@ import { loadProjectView, recentJobs, type ProjectView } from '../project-view';
 import { Html } from './html';
 import { mountImportPage, type PageAnswer } from './import-routes';
 import { errorPage, loginPage, projectPage, signedInPage } from './pages';
+import { mountSharePages } from './share-routes';
 import { clearedSessionCookie, isForeignOrigin, readForm, SESSION_COOKIE, safeNext, sessionCookie } from './session';
 
 /**
  * The project page behind a web sign-in, at the root of WEB_URL (which is assumed to have no path
  * of its own): `GET /{project_id}` and `GET /{project_id}/{short_id}` (a job's `project_url`),
- * `GET|POST /login`, `POST /logout`, `GET /` (a "signed in" landing), and with `imports` the
- * partner import page `GET|POST /import?nonce=…`. Mounted outside the /v1
+ * `GET|POST /login`, `POST /logout`, `GET /` (a "signed in" landing), the share pages of
+ * publications `GET /s/{slug}` (./share-routes.ts), and with `imports` the partner import page
+ * `GET|POST /import?nonce=…`. Mounted outside the /v1
  * guards: it reads its own credentials (session cookie or `Authorization: Bearer`) and its own
  * small form bodies, and answers HTML, errors included.
  */
@@ -171,6 +173,21 @@ export function createWebRoutes(deps: WebRoutesDeps): Router {
       wrote: (tokenId) => deps.consistency?.afterWrite(tokenId),
     });
   }
+
+  /** The principal of the request's sign-in, if any: unlike `signedIn`, no redirect. */
+  async function viewer(ctx: Context): Promise<Principal | null> {
+    const header = ctx.get('authorization');
+    const sessionId = ctx.cookies.get(SESSION_COOKIE);
+    const who = header ? await deps.authenticate(header) : sessionId ? await deps.sessions.principal(sessionId) : null;
+    if (sessionId && !header && !who) ctx.set('Set-Cookie', clearedSessionCookie(secure));
+    if (who) {
+      (ctx.state as Partial<ApiState>).auth = who;
+      const waiting = deps.consistency?.beforeRead(who.tokenId);
+      if (waiting) await waiting;
+    }
+    return who;
+  }
+  mountSharePages(router, deps, { page, redirect, viewer });
 
   const projectRoute = page(async (ctx) => {
     const who = await signedIn(ctx);

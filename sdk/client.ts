@@ -1,0 +1,160 @@
+import createFetchClient from 'openapi-fetch';
+import type { components, operations, paths } from './schema';
+import { retrying } from './retry';
+import { waitForJob as waitJob, type Job, type WaitOptions } from './jobs';
+import { uploadFile, type UploadOptions, type UploadResult } from './upload';
+import { ApiError } from './errors';
+
+export { ApiError } from './errors';
+export type { Job, WaitOptions } from './jobs';
+export type { UploadOptions, UploadResult } from './upload';
+export type { components, operations, paths } from './schema';
+
+/**
+ * The typed client of the Media Project Service API: `api` is openapi-fetch over the generated
+ * types (every operation, its parameters and answers typed), and the methods below unwrap its
+ * answers, throwing `ApiError` for an error status. 429s (and 503s with `Retry-After`) are
+ * retried after `Retry-After`, a bounded number of times; no other status is retried.
+ */
+
+export type Schemas = components['schemas'];
+type Body<Op extends keyof operations> = operations[Op] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+type Query<Op extends keyof operations> = operations[Op]['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;
+
+export type ClientOptions = {
+  /** The API's base URL, ending in /v1 (BASE_URL). */
+  baseUrl: string;
+  /** A personal API token. */
+  token: string;
+  /** A fetch of your own (a proxy's, a test's); the global one otherwise. */
+  fetch?: typeof fetch;
+  /** Attempts of a request answered 429 or 503 with Retry-After, the first included (4 unless told). */
+  maxAttempts?: number;
+  /** Longest `Retry-After` waited for; a longer one is thrown as the ApiError (60 s unless told). */
+  maxRetryAfterSeconds?: number;
+};
+
+/** Per request: an Idempotency-Key makes a creating POST safe to send again. */
+export type RequestOptions = { idempotencyKey?: string; signal?: AbortSignal };
+
+export type FileAnswer = { contentType: string; fileName: string | null; bytes: Uint8Array };
+
+export type Client = ReturnType<typeof createClient>;
+
+export function createClient(options: ClientOptions) {
+  const baseUrl = options.baseUrl.replace(/\/+$/, '');
+  const fetch = retrying(options.fetch ?? globalThis.fetch, {
+    maxAttempts: options.maxAttempts ?? 4,
+    maxRetryAfterSeconds: options.maxRetryAfterSeconds ?? 60,
+  });
+  const api = createFetchClient<paths>({ baseUrl, fetch, headers: { Authorization: `Bearer ${options.token}` } });
+  const headers = (o?: RequestOptions) => (o?.idempotencyKey ? { 'Idempotency-Key': o.idempotencyKey } : {});
+
+  const client = {
+    /** The openapi-fetch client itself, for anything the methods below do not cover. */
+    api,
+    status: () => answer(api.GET('/status')),
+    agentModels: () => answer(api.GET('/agent/models')),
+    getJob: (jobId: string, o?: RequestOptions) =>
+      answer(api.GET('/jobs/{job_id}', { params: { path: { job_id: jobId } }, signal: o?.signal })),
+    listJobs: (query: Query<'listJobs'> = {}) => answer(api.GET('/jobs', { params: { query } })),
+    async cancelJob(jobId: string): Promise<void> {
+      await answer(api.DELETE('/jobs/{job_id}', { params: { path: { job_id: jobId } } }));
+    },
+    deliveries: (jobId: string) => answer(api.GET('/jobs/{job_id}/deliveries', { params: { path: { job_id: jobId } } })),
+    redeliver: (jobId: string, o?: RequestOptions) =>
+      answer(api.POST('/jobs/{job_id}/deliveries', { params: { path: { job_id: jobId }, header: headers(o) } })),
+    importMedia: (body: Body<'importProjectMedia'>, o?: RequestOptions) =>
+      answer(api.POST('/jobs/import/project_media', { body, params: { header: headers(o) }, signal: o?.signal })),
+    agent: (body: Body<'agentPrompt'>, o?: RequestOptions) =>
+      answer(api.POST('/jobs/agent', { body, params: { header: headers(o) }, signal: o?.signal })),
+    publish: (body: Body<'publish'>, o?: RequestOptions) =>
+      answer(api.POST('/jobs/publish', { body, params: { header: headers(o) }, signal: o?.signal })),
+    listProjects: (query: Query<'listProjects'> = {}) => answer(api.GET('/projects', { params: { query } })),
+    getProject: (projectId: string) => answer(api.GET('/projects/{project_id}', { params: { path: { project_id: projectId } } })),
+    search: (query: Query<'search'>) => answer(api.GET('/search', { params: { query } })),
+    getTranscript: (projectId: string, compositionId: string) =>
+      answer(
+        api.GET('/projects/{project_id}/compositions/{composition_id}/transcript', {
+          params: { path: { project_id: projectId, composition_id: compositionId } },
+        }),
+      ),
+    editTranscript: (projectId: string, compositionId: string, body: Body<'editTranscript'>) =>
+      answer(
+        api.PUT('/projects/{project_id}/compositions/{composition_id}/transcript', {
+          params: { path: { project_id: projectId, composition_id: compositionId } },
+          body,
+        }),
+      ),
+    conversation: (projectId: string, conversationId: string) =>
+      answer(
+        api.GET('/projects/{project_id}/conversations/{conversation_id}', {
+          params: { path: { project_id: projectId, conversation_id: conversationId } },
+        }),
+      ),
+    exportTranscript: (body: Body<'exportTranscript'>) => fileAnswer(api.POST('/export/transcript', { body, parseAs: 'stream' })),
+    exportTimeline: (body: Body<'exportTimeline'>, query: Query<'exportTimeline'> = {}) =>
+      fileAnswer(api.POST('/export/timeline', { body, params: { query }, parseAs: 'stream' })),
+    createEditInLink: (body: Body<'createEditInLink'>, o?: RequestOptions) =>
+      answer(api.POST('/edit_in_descript/schema', { body, params: { header: headers(o) } })),
+
+    /** Until the job is stopped or cancelled: its live events when the server has them, else polling. */
+    waitForJob: (jobId: string, o: WaitOptions = {}): Promise<Job> =>
+      waitJob({ baseUrl, token: options.token, fetch, getJob: (id, signal) => client.getJob(id, { signal }) }, jobId, o),
+    /** Uploads a file to an import's `upload_url` in resumable parts, from what the server already has. */
+    uploadFile: (path: string, uploadUrl: string, o: UploadOptions = {}): Promise<UploadResult> => uploadFile(fetch, path, uploadUrl, o),
+
+    /**
+     * Imports and waits for the job: `files` are local files to upload (`ref` → path and type),
+     * added to `add_media` as upload items; URL items go in `request.add_media` as usual.
+     */
+    async importAndWait(
+      request: Body<'importProjectMedia'>,
+      o: WaitOptions & RequestOptions & { files?: Record<string, { path: string; contentType: string }>; upload?: UploadOptions } = {},
+    ): Promise<Job> {
+      const { stat } = await import('node:fs/promises');
+      const add_media = { ...(request.add_media ?? {}) };
+      for (const [ref, file] of Object.entries(o.files ?? {})) {
+        add_media[ref] = { content_type: file.contentType, file_size: (await stat(file.path)).size };
+      }
+      const accepted = await client.importMedia({ ...request, add_media }, o);
+      const urls = (accepted as { upload_urls?: Record<string, { upload_url: string }> }).upload_urls ?? {};
+      for (const [ref, file] of Object.entries(o.files ?? {})) {
+        await client.uploadFile(file.path, urls[ref].upload_url, { ...o.upload, signal: o.signal });
+      }
+      return client.waitForJob(accepted.job_id, o);
+    },
+    /** Prompts the project agent and waits for its turn. */
+    async editAndWait(request: Body<'agentPrompt'>, o: WaitOptions & RequestOptions = {}): Promise<Job> {
+      const accepted = await client.agent(request, o);
+      return client.waitForJob(accepted.job_id, o);
+    },
+    /** Publishes a composition and waits for the render: the job's result has `share_url` and `download_url`. */
+    async publishAndWait(request: Body<'publish'>, o: WaitOptions & RequestOptions = {}): Promise<Job> {
+      const accepted = await client.publish(request, o);
+      return client.waitForJob(accepted.job_id, o);
+    },
+  };
+  return client;
+}
+
+type FetchAnswer<T> = { data?: T; error?: unknown; response: Response };
+
+/** The body of a 2xx, or the error thrown as an ApiError. */
+async function answer<T>(call: Promise<FetchAnswer<T>>): Promise<T> {
+  const { data, error, response } = await call;
+  if (!response.ok) throw ApiError.of(response, error);
+  return data as T;
+}
+
+async function fileAnswer(call: Promise<FetchAnswer<unknown>>): Promise<FileAnswer> {
+  const { error, response } = await call;
+  if (!response.ok) throw ApiError.of(response, error);
+  const disposition = response.headers.get('content-disposition') ?? '';
+  const name = /filename\*=UTF-8''([^;]+)/i.exec(disposition)?.[1] ?? /filename="([^"]+)"/i.exec(disposition)?.[1];
+  return {
+    contentType: response.headers.get('content-type') ?? 'application/octet-stream',
+    fileName: name ? decodeURIComponent(name) : null,
+    bytes: new Uint8Array(await response.arrayBuffer()),
+  };
+}
