@@ -1,4 +1,5 @@
 import { measureRepublish } from './republish';
+import { measureJobEvents } from './job-events';
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -43,7 +44,8 @@ import { measureRender, renderRows } from './render';
  * jobs polled in (b); the rest are read once each for the first-read figure), BENCH_JOBS (5000
  * finished jobs seeded for replay), BENCH_LOG_LEVEL (info, as in production), BENCH_PROFILE=1
  * (then CPU profiles of both services under their load), BENCH_ONLY (the phases to run, as
- * letters: `ab` for the HTTP figures alone; `g` the render figure alone, see bench/render.ts).
+ * letters: `ab` for the HTTP figures alone; `g` the render figure alone, see bench/render.ts;
+ * `m` the job events figure, BENCH_SSE_JOBS and BENCH_SSE_CONCURRENCY, see bench/job-events.ts).
  */
 
 const num = (name: string, fallback: number) => {
@@ -309,6 +311,28 @@ async function republish(): Promise<boolean> {
   return met;
 }
 
+/** (m) live job events under `npm start`: stop → seen by an SSE client, against polling every 1 s (bench/job-events.ts). */
+async function jobEvents(): Promise<boolean> {
+  phase("(m) job events: a job's stopped_at → the client sees it, SSE against polling GET every 1 s, under npm start");
+  const m = await measureJobEvents();
+  const met = m.sse.p99 < 100;
+  const ms = (x: number) => `${x.toFixed(0)} ms`;
+  console.log(`\n(m) job events (${m.jobs} jobs)\n`);
+  printTable([
+    {
+      figure: '(m) SSE: stopped_at → seen',
+      value: `p50 ${ms(m.sse.p50)}, p99 ${ms(m.sse.p99)}, max ${ms(m.sse.max)}`,
+      goal: 'p99 < 100 ms',
+      met,
+    },
+    {
+      figure: '    polling GET every 1 s: stopped_at → seen',
+      value: `p50 ${ms(m.polling.p50)}, p99 ${ms(m.polling.p99)}, max ${ms(m.polling.max)}`,
+    },
+  ]);
+  return met;
+}
+
 /** Phases that need nothing of the HTTP figures' set-up: BENCH_ONLY made of these runs them alone. */
 const STANDALONE: Record<string, () => Promise<boolean>> = {
   f: engine,
@@ -318,6 +342,7 @@ const STANDALONE: Record<string, () => Promise<boolean>> = {
   j: exports,
   k: agentTurn,
   l: republish,
+  m: jobEvents,
 };
 
 async function main() {
@@ -552,6 +577,7 @@ async function main() {
     if (runs('j')) await exports();
     if (runs('k')) await agentTurn();
     if (runs('l')) await republish();
+    if (runs('m')) await jobEvents();
   } finally {
     for (const s of started.reverse()) await stop(s);
     rmSync(dataDir, { recursive: true, force: true });

@@ -79,6 +79,7 @@ runService('serve', async (config, logger) => {
     // The tracked store: the partner import page writes through it too.
     ...queryDeps(config, readSide, commandStore, metrics),
     consistency: { role: 'read', hooks },
+    watermark,
   });
   const server = createHttpServer(routeByMethod(commandApp, queryApp), { maxConnections: config.maxConnections });
   await new Promise<void>((resolve, reject) => {
@@ -125,6 +126,8 @@ runService('serve', async (config, logger) => {
   );
 
   return async () => {
+    // Open job event streams would hold the close until their jobs end.
+    queryApp.jobEvents.close();
     await new Promise<void>((resolve) => (server.close(() => resolve()), server.closeIdleConnections()));
     await worker?.stop();
     await readSide.close();

@@ -112,6 +112,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       UPLOAD_BYTES_PER_REQUEST: positiveInt({ default: 10 * 1024 ** 3 }),
       UPLOAD_IDLE_TIMEOUT: duration({ default: 30 }),
       MAX_CONNECTIONS: positiveInt({ default: undefined }),
+      // Live job events (GET /v1/jobs/{id}/events): streams open at once per token, and how long one lasts.
+      JOB_EVENTS_PER_TOKEN: positiveInt({ default: 20 }),
+      JOB_EVENTS_MAX_DURATION: duration({ default: 3600 }),
       // Each job type's pool (DESIGN §8); PROCESSOR_CONCURRENCY is the import pool's older name.
       IMPORT_CONCURRENCY: positiveInt({ default: undefined }),
       PROCESSOR_CONCURRENCY: positiveInt({ default: undefined }),
@@ -184,6 +187,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     },
     uploadBytesPerRequest: raw.UPLOAD_BYTES_PER_REQUEST,
     maxConnections: raw.MAX_CONNECTIONS,
+    jobEvents: { maxStreamsPerToken: raw.JOB_EVENTS_PER_TOKEN, maxStreamMs: Math.round(raw.JOB_EVENTS_MAX_DURATION * 1000) },
     /**
      * Jobs each pool runs at once per processor: imports mostly wait (downloads, fsyncs, ffprobe
      * children), agents wait on a model, a render takes a core. 8 imports finished 2.7 times as

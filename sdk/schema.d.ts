@@ -1904,7 +1904,9 @@ export interface operations {
     };
     watchJob: {
         parameters: {
-            query?: never;
+            query?: {
+                last_event_id?: string;
+            };
             header?: {
                 /** @description The id of the last event seen, to resume after it. */
                 "Last-Event-ID"?: string;

@@ -26,11 +26,18 @@ export interface Watermark {
   waitFor(position: bigint, timeoutMs: number): Promise<boolean>;
   /** How often the watermark moved: the query side's read snapshot starts again when it has. */
   moves(): number;
+  /**
+   * Calls `listener` after each move until the returned function is called (the job event
+   * streams are woken by it, lib/app/job-watch.ts). Optional: a watermark nobody streams from
+   * need not offer it.
+   */
+  onMove?(listener: () => void): () => void;
 }
 
 export interface WatermarkSource extends Watermark {
   /** The projector reports a new low-water mark (older or equal ones change nothing). */
   advance(position: bigint): void;
+  onMove(listener: () => void): () => void;
 }
 
 type Waiter = { readonly position: bigint; readonly resolve: (passed: boolean) => void; readonly timer: NodeJS.Timeout };
@@ -40,15 +47,23 @@ export function createWatermark(initial: bigint | null = null): WatermarkSource 
   let moves = 0;
   // Few at a time (reads that arrived while their write was being projected): a list is enough.
   let waiters: Waiter[] = [];
+  const listeners = new Set<() => void>();
   const passed = (position: bigint) => mark !== null && mark >= position;
   return {
     current: () => mark,
     passed,
     moves: () => moves,
+    onMove(listener) {
+      // Wrapped: the same function listening twice is two listeners.
+      const entry = () => listener();
+      listeners.add(entry);
+      return () => void listeners.delete(entry);
+    },
     advance(position) {
       if (mark !== null && position <= mark) return;
       mark = position;
       moves += 1;
+      for (const listener of listeners) listener();
       if (waiters.length === 0) return;
       const still: Waiter[] = [];
       for (const w of waiters) {

@@ -134,8 +134,13 @@ export function leastMark(docs: readonly Record<string, unknown>[]): bigint | nu
 
 // ---------------------------------------------------------------- readers
 
-/** While a read waits, marks are read this often; otherwise now and then, to keep `passed` fresh. */
+/**
+ * While a read waits, marks are read this often; while job event streams listen for moves
+ * (`onMove`), this often (their clients should see a change within 100 ms); otherwise now and
+ * then, to keep `passed` fresh.
+ */
 const WAITING_POLL_MS = 10;
+const LISTENED_POLL_MS = 25;
 const IDLE_POLL_MS = 250;
 
 /**
@@ -147,10 +152,12 @@ export function sharedWatermark(deps: {
   group: string;
   log: Logger;
   waitingPollMs?: number;
+  listenedPollMs?: number;
   idlePollMs?: number;
 }): Watermark & { stop(): void; refresh(): Promise<void> } {
   const source = createWatermark();
   let waiting = 0;
+  let listened = 0;
   let timer: NodeJS.Timeout | null = null;
   let stopped = false;
   let reading: Promise<void> | null = null;
@@ -166,11 +173,13 @@ export function sharedWatermark(deps: {
   const schedule = () => {
     if (timer) clearTimeout(timer);
     if (stopped) return;
-    timer = setTimeout(
-      () => void refresh().finally(schedule),
-      waiting > 0 ? (deps.waitingPollMs ?? WAITING_POLL_MS) : (deps.idlePollMs ?? IDLE_POLL_MS),
-    );
+    timer = setTimeout(() => void refresh().finally(schedule), pollMs());
     timer.unref();
+  };
+  const pollMs = () => {
+    if (waiting > 0) return deps.waitingPollMs ?? WAITING_POLL_MS;
+    if (listened > 0) return deps.listenedPollMs ?? LISTENED_POLL_MS;
+    return deps.idlePollMs ?? IDLE_POLL_MS;
   };
   const hurry = () => void refresh().finally(schedule);
   schedule();
@@ -184,6 +193,18 @@ export function sharedWatermark(deps: {
       waiting += 1;
       if (waiting === 1) hurry();
       return source.waitFor(position, timeoutMs).finally(() => (waiting -= 1));
+    },
+    onMove(listener) {
+      const stop = source.onMove(listener);
+      listened += 1;
+      if (listened === 1) hurry();
+      let stopped = false;
+      return () => {
+        if (stopped) return;
+        stopped = true;
+        listened -= 1;
+        stop();
+      };
     },
     stop() {
       stopped = true;

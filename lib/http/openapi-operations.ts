@@ -183,6 +183,7 @@ export const OPERATIONS: readonly Operation[] = [
       'Each state and progress change as an event whose data is the job document, then the final document, then the stream closes. `Last-Event-ID` resumes.',
     tags: ['jobs'],
     pathParams: { job_id: JOB_ID },
+    query: 'job-events-query',
     headers: { 'Last-Event-ID': { description: 'The id of the last event seen, to resume after it.' } },
     responses: {
       200: {

@@ -33,6 +33,7 @@ export function createMetrics(options: { defaultLabels?: Record<string, string> 
   const caches = new Map<string, () => CacheStats>();
   const counted = new Map<string, { hits: number; misses: number }>();
   let webhookSlots: () => WebhookSlots = () => ({ inFlight: 0, drives: 0, most: 0 });
+  let jobEventStreams: () => JobEventStreamStats = () => ({ open: 0, watchedJobs: 0 });
   return {
     registry,
     /** Labelled by the matched route pattern (`/v1/jobs/:job_id`), `unmatched` when none matched. */
@@ -138,6 +139,22 @@ export function createMetrics(options: { defaultLabels?: Record<string, string> 
         this.set({ what: 'most_per_drive' }, now.most);
       },
     }),
+    /** The live job event streams (GET /v1/jobs/{id}/events) this query API holds open, and the jobs they watch. */
+    jobEventStreams: new Gauge({
+      name: 'job_event_streams',
+      help: 'Job event streams open in this query API (open) and the jobs they watch (watched_jobs)',
+      labelNames: ['what'] as const,
+      registers,
+      collect() {
+        const now = jobEventStreams();
+        this.set({ what: 'open' }, now.open);
+        this.set({ what: 'watched_jobs' }, now.watchedJobs);
+      },
+    }),
+    /** Reports the query API's job event streams in `job_event_streams`, read at each scrape. */
+    watchJobEvents(stats: () => JobEventStreamStats) {
+      jobEventStreams = stats;
+    },
     /** Reports the webhook dispatcher's slots in `webhook_attempts_in_flight`, read at each scrape. */
     watchWebhooks(stats: () => WebhookSlots) {
       webhookSlots = stats;
@@ -150,3 +167,5 @@ export function createMetrics(options: { defaultLabels?: Record<string, string> 
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+export type JobEventStreamStats = { open: number; watchedJobs: number };

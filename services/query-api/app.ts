@@ -11,7 +11,7 @@ import type { EventStore } from '../../lib/ports/event-store';
 import type { Condition, Doc, ReadQueries } from '../../lib/ports/read-store';
 import { createApiApp, type ApiAppDeps, type HttpApp } from '../../lib/http/app';
 import type { LaneRoute } from '../../lib/http/express-lane';
-import type { CacheStats } from '../../lib/observability/metrics';
+import type { CacheStats, JobEventStreamStats } from '../../lib/observability/metrics';
 import { findPage } from '../../lib/http/cursor';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
@@ -23,6 +23,8 @@ import { mountCompositionTranscript } from './composition-transcript';
 import { mountDeliveries } from './deliveries';
 import { mountTimelineExport } from './timeline-export';
 import { mountExportTranscript } from './export-transcript';
+import { mountJobEvents, type JobEventsOptions, type JobEventStreams } from './job-events';
+import type { Watermark } from '../../lib/app/consistency';
 import { createDownloadRoutes } from './downloads';
 import { mountPublishedProjects, type PublishedProjectsSettings } from './published-projects';
 import { createWebRoutes } from './web/routes';
@@ -61,12 +63,18 @@ export type QueryApiDeps = ApiAppDeps & {
   urlRefusal: (url: string) => string | null;
   /** Where the app's in-memory caches report how they do (`Metrics.watchCache`). */
   watchCache?: (name: string, stats: () => CacheStats) => void;
+  /** The read models' watermark: its moves wake the job event streams (without it, a shared timer does). */
+  watermark?: Watermark;
+  /** Bounds of the job event streams (JOB_EVENTS_* settings; defaults in job-events.ts). */
+  jobEvents?: Partial<JobEventsOptions>;
+  /** Where the open job event streams are reported (`Metrics.watchJobEvents`). */
+  watchJobEvents?: (stats: () => JobEventStreamStats) => void;
 };
 
 export const API_VERSION = '1.2';
 
-/** The read side: answers from the read models. */
-export function createApp(deps: QueryApiDeps): HttpApp {
+/** The read side: answers from the read models. `jobEvents`: its open event streams (ended on shutdown). */
+export function createApp(deps: QueryApiDeps): HttpApp & { jobEvents: JobEventStreams } {
   const web = createWebRoutes({
     authenticate: deps.authenticate,
     sessions: deps.sessions,
@@ -109,7 +117,8 @@ export function createApp(deps: QueryApiDeps): HttpApp {
       return { status: 200, json: answer.json };
     },
   };
-  return createApiApp(deps, {
+  let jobEvents: JobEventStreams | undefined;
+  const app = createApiApp(deps, {
     lane: [job],
     mount: (v1) => {
       v1.get('/status', (ctx) => {
@@ -153,12 +162,25 @@ export function createApp(deps: QueryApiDeps): HttpApp {
       if (deps.published && deps.downloadSecret) {
         mountPublishedProjects(v1, { ...deps, published: deps.published, downloadSecret: deps.downloadSecret });
       }
+      jobEvents = mountJobEvents(v1, {
+        read: deps.read,
+        schemas: deps.schemas,
+        store: deps.store,
+        logger: deps.logger,
+        consistency: deps.consistency?.hooks,
+        watermark: deps.watermark,
+        options: deps.jobEvents,
+      });
     },
     // Signed download URLs are their own credential (outside the token guard), as upload URLs are.
     outside: deps.downloadSecret
       ? [docs, web, createDownloadRoutes({ secret: deps.downloadSecret, blobs: deps.blobs, clock: deps.clock })]
       : [docs, web],
   });
+  if (!jobEvents) throw new Error('the job event routes were not mounted');
+  const streams = jobEvents;
+  deps.watchJobEvents?.(() => ({ open: streams.open(), watchedJobs: streams.watched().jobs }));
+  return Object.assign(app, { jobEvents });
 }
 
 /** Waits until what the page's final jobs changed is projected (nothing to wait for: undefined). */

@@ -23,7 +23,7 @@ export function queryDeps(
   config: Config,
   readSide: ReadSide,
   store: EventStore,
-  metrics: Pick<Metrics, 'watchCache'>,
+  metrics: Pick<Metrics, 'watchCache' | 'watchJobEvents'>,
 ): Pick<
   QueryApiDeps,
   | 'read'
@@ -40,6 +40,8 @@ export function queryDeps(
   | 'ids'
   | 'watchCache'
   | 'agentCatalog'
+  | 'jobEvents'
+  | 'watchJobEvents'
   | 'published'
 > {
   for (const [name, stats] of Object.entries(readSide.caches)) metrics.watchCache(name, stats);
@@ -64,6 +66,8 @@ export function queryDeps(
     ids: randomIds,
     watchCache: metrics.watchCache,
     agentCatalog: openAgentCatalog(config.agent),
+    jobEvents: config.jobEvents,
+    watchJobEvents: metrics.watchJobEvents,
     published: {
       limiter: openPublishedProjectsLimiter(config, readSide.mongo),
       baseUrl: config.baseUrl,

@@ -24,11 +24,14 @@ export async function start(
     await deps.ready?.();
     if (!projector.status().running) throw new Error('the projector stopped consuming');
   };
-  const http = await listen(createApp({ ...deps, ready }), deps.port);
+  const app = createApp({ ...deps, ready });
+  const http = await listen(app, deps.port);
   deps.logger.info({ port: deps.port }, 'query-api listening');
   return {
     projector,
     async stop() {
+      // Open event streams would hold the server's close until their jobs end.
+      app.jobEvents.close();
       await http.close();
       await projector.close();
     },

@@ -39,6 +39,7 @@ runService('query-api', async (config, logger) => {
     models: readSide.read,
     log,
     consistency: { role: 'read', hooks },
+    watermark,
     onFatal: exitOnFatal(logger),
   });
   const marks = recordProjectionMarks({ store: readSide.read, group: PROJECTIONS_GROUP, subscription: service.projector, log: logger });

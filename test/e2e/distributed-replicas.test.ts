@@ -17,6 +17,7 @@ import {
 } from '../fixtures/service-process';
 import { waitFor } from '../fixtures/wait';
 import { startWebhookReceiver } from '../fixtures/webhook-receiver';
+import { openSse } from '../fixtures/sse';
 
 /**
  * The compose deployment's split: command-api, two query-api replicas (each projector member
@@ -39,6 +40,8 @@ describe('e2e: read-your-writes across separate command-api and query-api replic
   let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
   let writer: ReturnType<typeof apiClient>;
   let readers: ReturnType<typeof apiClient>[];
+  let replicas: ServiceProcess[];
+  let token: string;
 
   before(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'e2e-media-'));
@@ -71,6 +74,8 @@ describe('e2e: read-your-writes across separate command-api and query-api replic
     const drive = await admin(env, 'drive', 'create', '--name', 'Split drive', '--media-seconds', '100000');
     writer = apiClient(command, drive.token);
     readers = [apiClient(first, drive.token), apiClient(second, drive.token)];
+    replicas = [first, second];
+    token = drive.token;
     receiver = await startWebhookReceiver({ secret: drive.webhook_secret });
   });
 
@@ -105,6 +110,30 @@ describe('e2e: read-your-writes across separate command-api and query-api replic
   it('DELETE then GET reads cancelled, and POST then GET /projects lists the project, on either replica, every time', async () => {
     const stale = await staleReadsAfterWrites(writer, 100, (i) => readers[i % 2]);
     assert.deepEqual(stale, []);
+  });
+
+  it("streams a job's events from either replica until it ends: a cancel reaches both, woken by the recorded marks", async () => {
+    const created = await writer.post('/jobs/import/project_media', {
+      project_name: 'Streamed on both',
+      add_media: { 'later.wav': { content_type: 'audio/wav', file_size: 1000 } },
+    });
+    assert.equal(created.status, 201);
+    const { job_id } = (await created.json()) as { job_id: string };
+    const streams = await Promise.all(
+      replicas.map((svc) => openSse(`${svc.base}/v1/jobs/${job_id}/events`, { Authorization: `Bearer ${token}` })),
+    );
+    for (const stream of streams) {
+      assert.equal(stream.status, 200, JSON.stringify(stream.body));
+      assert.equal((JSON.parse((await stream.nextEvent())!.data) as { job_state: string }).job_state, 'queued');
+    }
+    assert.equal((await writer.delete(`/jobs/${job_id}`)).status, 204);
+    for (const stream of streams) {
+      const rest = await stream.rest();
+      assert.deepEqual(
+        rest.map((e) => (JSON.parse(e.data) as { job_state: string }).job_state),
+        ['cancelled'],
+      );
+    }
   });
 
   it('a job read as stopped on one replica comes with its project as the job left it on the other', async () => {

@@ -103,6 +103,31 @@ describe('read-your-writes across processes (lib/app/shared-consistency.ts)', ()
     }
   });
 
+  it('tells listeners of moves promptly while they listen (the job event streams), and stops when they leave', async () => {
+    const m = member({ partitioned: false });
+    const recorder = recordProjectionMarks({ store, group: 'projections', subscription: m.subscription, log });
+    // Idle polling alone would take a minute: only the listened rate can see the move in time.
+    const watermark = sharedWatermark({ queries: store, group: 'projections', log, idlePollMs: 60_000, listenedPollMs: 20 });
+    try {
+      let moves = 0;
+      const unlisten = watermark.onMove!(() => (moves += 1));
+      m.watermark(70n);
+      await recorder.idle();
+      await waitUntil(() => moves > 0);
+      assert.equal(watermark.current(), 70n);
+      unlisten();
+      unlisten(); // twice is once
+      const before = moves;
+      m.watermark(80n);
+      await recorder.idle();
+      await watermark.refresh();
+      assert.equal(watermark.current(), 80n);
+      assert.equal(moves, before, 'a listener that left is not called');
+    } finally {
+      watermark.stop();
+    }
+  });
+
   it("notes a token's write in one process, and makes its next read in another wait for it", async () => {
     const sessions = sharedSessionPositions(store, log);
     let appended: bigint | null = 30n;
@@ -143,3 +168,9 @@ describe('read-your-writes across processes (lib/app/shared-consistency.ts)', ()
     assert.equal(await b.lastWrite('token-1'), 50n);
   });
 });
+
+/** Polls a condition (bounded: 5 s). */
+async function waitUntil(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.ok(condition(), 'condition not met within 5 s');
+}
