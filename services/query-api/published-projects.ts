@@ -18,7 +18,7 @@ import type { ReadQueries } from '../../lib/ports/read-store';
 import type { PublicationDoc } from '../../lib/read-models/publications';
 
 /**
- * GET /published_projects/{slug} (partner access; issue 21): a publication's metadata, its
+ * GET /published_projects/{publishedProjectSlug} (partner access; issue 21): a publication's metadata, its
  * subtitles and a signed download URL of its render.
  *
  * Checked in this order, each failure saying nothing the caller may not know: the token (the
@@ -50,14 +50,14 @@ export type PublishedProjectsSettings = {
 
 export function mountPublishedProjects(v1: Router, deps: PublishedProjectsDeps): void {
   const drives = commandHandler(deps.store, driveDecider, streams.drive);
-  v1.get('/published_projects/:slug', async (ctx) => {
+  v1.get('/published_projects/:publishedProjectSlug', async (ctx) => {
     const { auth } = (ctx as unknown as ApiContext).state;
     // This route's headers say what is left of the tighter, per-user hourly budget.
     ctx.set(await consumeRateLimit(deps.published.limiter, `user:${auth.userId}`, 'hour'));
     const { state: drive } = await drives.load(auth.driveId);
     if (!drive.exists || !drive.settings.partner)
       throw forbidden('this drive has no partner access; ask the service operator to enable it');
-    ctx.body = await publishedProject(deps, auth, ctx.params.slug);
+    ctx.body = await publishedProject(deps, auth, ctx.params.publishedProjectSlug);
   });
 }
 

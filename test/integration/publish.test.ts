@@ -18,20 +18,10 @@ import { startHarness, WEB_URL, BASE_URL, type Harness } from '../fixtures/harne
 import { startMediaServer } from '../fixtures/media-server';
 import { seedTranscribedProject } from '../fixtures/seed-project';
 import { waitFor } from '../fixtures/wait';
+import { bandLevel, processesMentioning } from '../fixtures/media-measure';
 
 const run = promisify(execFile);
 const { ffmpeg, ffprobe } = resolveFfmpegPaths();
-
-/** RMS level (dB) of [at, at + seconds) of a file's sound through a narrow band-pass at `hz`. */
-async function bandLevel(path: string, at: number, seconds: number, hz: number): Promise<number> {
-  const { stderr } = await run(ffmpeg, [
-    ...['-hide_banner', '-nostdin', '-ss', String(at), '-t', String(seconds), '-i', path],
-    ...['-af', `bandpass=f=${hz}:width_type=q:w=8,astats`, '-f', 'null', '-'],
-  ]);
-  const m = /RMS level dB: (-?[\d.]+|-inf)/.exec(stderr.slice(stderr.lastIndexOf('Overall')));
-  assert.ok(m, stderr.slice(-500));
-  return m[1] === '-inf' ? -200 : Number(m[1]);
-}
 
 async function probe(path: string) {
   const { stdout } = await run(ffprobe, ['-v', 'error', '-show_streams', '-show_format', '-of', 'json', path]);
@@ -40,19 +30,6 @@ async function probe(path: string) {
     format: { duration: string; format_name: string };
   };
 }
-
-/** The pids of processes whose command line mentions `text`. */
-const processesMentioning = (text: string): number[] =>
-  readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(text);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
 
 /**
  * Issue 21 on the engine: publish jobs render compositions with real ffmpeg, record the render on

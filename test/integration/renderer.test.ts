@@ -12,77 +12,12 @@ import type { Clip } from '../../lib/domain/edl';
 import type { RenderMedia, RenderSpec } from '../../lib/domain/render-plan';
 import type { Renderer } from '../../lib/ports/renderer';
 import { waitFor } from '../fixtures/wait';
+import { bandLevel, colourAt, durationOf, integratedLoudness, processesMentioning, streamsOf } from '../fixtures/media-measure';
 
 const run = promisify(execFile);
-const { ffmpeg, ffprobe } = resolveFfmpegPaths();
+const { ffmpeg } = resolveFfmpegPaths();
 const make = (args: string[], out: string) =>
   run(ffmpeg, ['-hide_banner', '-loglevel', 'error', '-nostdin', '-y', ...args, out], { timeout: 60_000 });
-
-/** Seconds of a file's format (container) duration. */
-async function durationOf(path: string): Promise<number> {
-  const { stdout } = await run(ffprobe, ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', path]);
-  return Number(stdout.trim());
-}
-async function streamsOf(path: string): Promise<{ codec_type: string; codec_name: string; width?: number; height?: number }[]> {
-  const { stdout } = await run(ffprobe, ['-v', 'error', '-show_streams', '-of', 'json', path]);
-  return JSON.parse(stdout).streams;
-}
-/** RMS level (dB) of [at, at + seconds) of a file's sound through a narrow band-pass at `hz`. */
-async function bandLevel(path: string, at: number, seconds: number, hz: number): Promise<number> {
-  const { stderr } = await run(ffmpeg, [
-    ...['-hide_banner', '-nostdin', '-ss', String(at), '-t', String(seconds), '-i', path],
-    ...['-af', `bandpass=f=${hz}:width_type=q:w=8,astats`, '-f', 'null', '-'],
-  ]);
-  const m = /RMS level dB: (-?[\d.]+|-inf)/.exec(stderr.slice(stderr.lastIndexOf('Overall')));
-  assert.ok(m, stderr.slice(-500));
-  return m[1] === '-inf' ? -200 : Number(m[1]);
-}
-/** Average colour of the frame shown at `at` seconds, as [r, g, b]. */
-async function colourAt(path: string, at: number): Promise<number[]> {
-  const { stdout } = await run(
-    ffmpeg,
-    [
-      '-hide_banner',
-      '-loglevel',
-      'error',
-      '-nostdin',
-      '-ss',
-      String(at),
-      '-i',
-      path,
-      '-frames:v',
-      '1',
-      '-vf',
-      'scale=1:1:flags=area',
-      '-f',
-      'rawvideo',
-      '-pix_fmt',
-      'rgb24',
-      '-',
-    ],
-    { encoding: 'buffer' },
-  );
-  return [...stdout.subarray(0, 3)];
-}
-async function integratedLoudness(path: string): Promise<number> {
-  const { stderr } = await run(ffmpeg, ['-hide_banner', '-nostdin', '-i', path, '-af', 'ebur128', '-f', 'null', '-']);
-  const m = /Integrated loudness:\s+I:\s+(-?[\d.]+) LUFS/.exec(stderr);
-  assert.ok(m, stderr.slice(-500));
-  return Number(m[1]);
-}
-/** The pids of processes whose command line mentions `text`. */
-function processesMentioning(text: string): number[] {
-  return readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(text);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
 
 /** Real ffmpeg on small files it made: a red-then-blue clip whose tone changes with its colour, a tone, a still. */
 describe('ffmpeg Renderer (real ffmpeg)', function () {
