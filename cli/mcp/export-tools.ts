@@ -24,6 +24,16 @@ export function registerExportTools(server: McpServer, ctx: ToolContext): void {
           .optional()
           .describe('Speaker labels: off, when the speaker changes, or on every paragraph'),
         include_markers: z.boolean().optional().describe("Include the composition's markers"),
+        timecodes: z
+          .object({
+            frequency_seconds: z.number().min(1).max(86400).optional().describe('A timecode every this many seconds'),
+            on_paragraphs: z.boolean().optional().describe('A timecode at each paragraph'),
+            on_speakers: z.boolean().optional().describe('A timecode at each change of speaker'),
+            on_markers: z.boolean().optional().describe('A timecode at each marker'),
+            offset_seconds: z.number().min(0).max(360000).optional().describe('Added to every timecode (e.g. 3600 to start at 01:00:00)'),
+          })
+          .optional()
+          .describe('Include timecodes in the text; give at least one of frequency_seconds, on_paragraphs, on_speakers, on_markers'),
       },
       annotations: { readOnlyHint: true },
     },

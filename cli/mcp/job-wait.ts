@@ -17,36 +17,46 @@ const isFinal = (job: Job) => job.job_state === 'stopped' || job.job_state === '
 export async function waitBounded(client: Client, jobId: string, seconds: number, extra: Extra): Promise<Waited> {
   const timeout = AbortSignal.timeout(seconds * 1000);
   const signal = AbortSignal.any([timeout, extra.signal]);
+  const progress = progressReporter(extra);
   try {
-    return { job: await client.waitForJob(jobId, { signal, onUpdate: progressReporter(extra) }), finished: true };
+    const job = await client.waitForJob(jobId, { signal, onUpdate: progress?.report });
+    return { job, finished: true };
   } catch (err) {
     if (!timeout.aborted || extra.signal.aborted) throw err;
     const job = await client.getJob(jobId);
     return { job, finished: isFinal(job) };
+  } finally {
+    // A notification still being written when the answer goes out would reach the client after
+    // the call is over, for a token it no longer knows.
+    await progress?.sent();
   }
 }
+
+export type ProgressReporter = { report: (job: Job) => void; sent: () => Promise<void> };
 
 /**
  * MCP progress notifications for a job's updates, when the client asked for them. The spec wants
  * `progress` to increase with each notification, so a percent no higher than the last is skipped;
- * the job's end is 100.
+ * the job's end is 100. `sent()` resolves once every notification so far is written.
  */
-export function progressReporter(extra: Extra): ((job: Job) => void) | undefined {
+export function progressReporter(extra: Extra): ProgressReporter | undefined {
   const token = extra._meta?.progressToken;
   if (token === undefined) return undefined;
   let last = -1;
-  return (job) => {
+  let writing = Promise.resolve();
+  const report = (job: Job) => {
     const percent = isFinal(job) ? 100 : (job.progress?.percent ?? 0);
     if (percent <= last) return;
     last = percent;
     const label = job.progress?.label ? `: ${job.progress.label}` : '';
-    extra
-      .sendNotification({
-        method: 'notifications/progress',
-        params: { progressToken: token, progress: percent, total: 100, message: `${job.job_state}${label}` },
-      })
-      .catch(() => undefined); // a client gone mid-wait: the call's own answer will fail as well
+    const notification = {
+      method: 'notifications/progress' as const,
+      params: { progressToken: token, progress: percent, total: 100, message: `${job.job_state}${label}` },
+    };
+    // In order, one after the other; a client gone mid-wait fails the call's own answer as well.
+    writing = writing.then(() => extra.sendNotification(notification)).catch(() => undefined);
   };
+  return { report, sent: () => writing };
 }
 
 /** One line about a job: its type, state, progress or result, and what the result points to. */

@@ -192,6 +192,9 @@ describe('e2e: the MCP server (mps mcp) through an MCP client over stdio', funct
 
       const found = ok(await call(client, 'search_drive', { query: 'Interview', types: ['project'] }));
       assert.ok(found.results.some((r: { type: string; project_id: string }) => r.type === 'project' && r.project_id === projectId));
+      const either = ok(await call(client, 'search_drive', { query: 'Interview', types: ['composition', 'project'], match: ['name'] }));
+      assert.ok(either.results.some((r: { project_id: string }) => r.project_id === projectId));
+      assert.ok(either.results.every((r: { type: string }) => ['composition', 'project'].includes(r.type)));
     });
 
     it('prompt_agent with the builtin model renames the composition, and waits for the turn', async () => {
@@ -236,6 +239,15 @@ describe('e2e: the MCP server (mps mcp) through an MCP client over stdio', funct
       });
       assert.equal(txt.text, await direct.text());
       assert.match(txt.text, /^Intro\n\nw0 w1/);
+      const timed = ok(
+        await call(client, 'export_transcript', {
+          project_id: projectId,
+          composition_id: compositionId,
+          timecodes: { on_paragraphs: true },
+        }),
+      );
+      assert.notEqual(timed.text, txt.text);
+      assert.match(timed.text, /00:00/);
       const srt = ok(await call(client, 'export_transcript', { project_id: projectId, composition_id: compositionId, format: 'srt' }));
       assert.match(srt.text, /00:00:00,000 --> /);
       const docx = await call(client, 'export_transcript', { project_id: projectId, composition_id: compositionId, format: 'docx' });

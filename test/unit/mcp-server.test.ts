@@ -115,17 +115,43 @@ describe('MCP server (mps mcp)', () => {
       return { extra, sent };
     };
 
-    it('sends only increasing progress, the end as 100, and nothing when the client sent no progressToken', () => {
+    it('sends only increasing progress, the end as 100, and nothing when the client sent no progressToken', async () => {
       const { extra, sent } = extraWith('t1');
-      const report = progressReporter(extra)!;
-      for (const update of [job('queued'), job('running', 10), job('running', 10), job('running', 5), job('running', 60), job('stopped')])
-        report(update);
+      const progress = progressReporter(extra)!;
+      for (const update of [job('queued'), job('running', 10), job('running', 10), job('running', 5), job('running', 60), job('stopped')]) {
+        progress.report(update);
+      }
+      await progress.sent();
       assert.deepEqual(
         sent.map((s) => s.progress),
         [0, 10, 60, 100],
       );
       assert.equal(sent[1].message, 'running: fetching');
       assert.equal(progressReporter(extraWith().extra), undefined);
+    });
+
+    it('writes notifications one after the other, and sent() waits for the last (the answer must not overtake it)', async () => {
+      const written: number[] = [];
+      let openGate!: () => void;
+      const gate = new Promise<void>((resolve) => (openGate = resolve));
+      const extra = {
+        _meta: { progressToken: 7 },
+        // The first write waits for the gate: were writes not chained, 100 would be written first.
+        sendNotification: async (n: { params: { progress: number } }) => {
+          if (n.params.progress === 0) await gate;
+          written.push(n.params.progress);
+        },
+      } as unknown as Extra;
+      const progress = progressReporter(extra)!;
+      progress.report(job('queued'));
+      progress.report(job('stopped'));
+      let allSent = false;
+      const sent = progress.sent().then(() => (allSent = true));
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual([written, allSent], [[], false]);
+      openGate();
+      await sent;
+      assert.deepEqual(written, [0, 100]);
     });
 
     it('summarises an unfinished job with what to do next', () => {
