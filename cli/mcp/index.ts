@@ -1,6 +1,15 @@
 import type { Command } from 'commander';
+import { runMcpServer } from './server';
 
-/** `mps mcp`: the MCP server on stdio (issue 23 item 4). */
-export function registerMcp(_program: Command): void {
-  // Being built (issue 23 item 4).
+/** `mps mcp`: the MCP server on stdio (issue 23 item 4; README "Clients: the MCP server"). */
+export function registerMcp(program: Command): void {
+  program
+    .command('mcp')
+    .description(
+      'Serve the API as MCP tools on stdin/stdout, for AI assistants (configuration: MPS_BASE_URL and MPS_TOKEN, else `mps login`)',
+    )
+    .action(() => runMcpServer(VERSION));
 }
+
+// The protocol's server version; the cli package's own.
+const VERSION = '0.1.0';

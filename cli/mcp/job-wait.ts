@@ -1,0 +1,77 @@
+import type { Client, Job } from '../../sdk/client';
+import type { Extra } from './tool-kit';
+
+/** Longest wait one tool call may ask for, and the wait when it does not say: clients often give up on a call after 60 s. */
+export const MAX_WAIT_SECONDS = 600;
+export const DEFAULT_WAIT_SECONDS = 45;
+
+export type Waited = { job: Job; finished: boolean };
+
+const isFinal = (job: Job) => job.job_state === 'stopped' || job.job_state === 'cancelled';
+
+/**
+ * Waits for the job for at most `seconds`, reporting its progress to the client when the call
+ * carried a progressToken. Running out of time is an answer (`finished: false`, the job as it is
+ * then), not an error: the model can wait again. The client cancelling the call ends the wait.
+ */
+export async function waitBounded(client: Client, jobId: string, seconds: number, extra: Extra): Promise<Waited> {
+  const timeout = AbortSignal.timeout(seconds * 1000);
+  const signal = AbortSignal.any([timeout, extra.signal]);
+  const progress = progressReporter(extra);
+  try {
+    const job = await client.waitForJob(jobId, { signal, onUpdate: progress?.report });
+    return { job, finished: true };
+  } catch (err) {
+    if (!timeout.aborted || extra.signal.aborted) throw err;
+    const job = await client.getJob(jobId);
+    return { job, finished: isFinal(job) };
+  } finally {
+    // A notification still being written when the answer goes out would reach the client after
+    // the call is over, for a token it no longer knows.
+    await progress?.sent();
+  }
+}
+
+export type ProgressReporter = { report: (job: Job) => void; sent: () => Promise<void> };
+
+/**
+ * MCP progress notifications for a job's updates, when the client asked for them. The spec wants
+ * `progress` to increase with each notification, so a percent no higher than the last is skipped;
+ * the job's end is 100. `sent()` resolves once every notification so far is written.
+ */
+export function progressReporter(extra: Extra): ProgressReporter | undefined {
+  const token = extra._meta?.progressToken;
+  if (token === undefined) return undefined;
+  let last = -1;
+  let writing = Promise.resolve();
+  const report = (job: Job) => {
+    const percent = isFinal(job) ? 100 : (job.progress?.percent ?? 0);
+    if (percent <= last) return;
+    last = percent;
+    const label = job.progress?.label ? `: ${job.progress.label}` : '';
+    const notification = {
+      method: 'notifications/progress' as const,
+      params: { progressToken: token, progress: percent, total: 100, message: `${job.job_state}${label}` },
+    };
+    // In order, one after the other; a client gone mid-wait fails the call's own answer as well.
+    writing = writing.then(() => extra.sendNotification(notification)).catch(() => undefined);
+  };
+  return { report, sent: () => writing };
+}
+
+/** One line about a job: its type, state, progress or result, and what the result points to. */
+export function jobSummary(job: Job, finished = isFinal(job)): string {
+  const head = `Job ${job.job_id} (${job.job_type}, project ${job.project_id}) is ${job.job_state}`;
+  if (!finished) {
+    const progress = job.progress ? ` at ${Math.round(job.progress.percent)}% (${job.progress.label})` : '';
+    return `${head}${progress}; call wait_for_job to wait for it.`;
+  }
+  const r = job.result;
+  if (!r) return `${head}.`;
+  const parts = [`result ${r.status}`];
+  if (r.error_message) parts.push(`error: ${r.error_message}`);
+  if (r.created_compositions?.length) parts.push(`compositions: ${r.created_compositions.map((c) => `${c.name} (${c.id})`).join(', ')}`);
+  if (r.agent_response) parts.push(`agent: ${r.agent_response}`);
+  if (r.share_url) parts.push(`share URL: ${r.share_url}`);
+  return `${head}, ${parts.join('; ')}.`;
+}
