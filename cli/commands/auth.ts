@@ -71,6 +71,11 @@ async function askMissing(opts: { baseUrl?: string; token?: string }): Promise<{
     rl.once('close', () => reject(new CliError(Exit.usage, 'no answer on stdin: give --base-url and --token'))),
   );
   closed.catch(() => undefined);
+  // On a terminal readline takes Ctrl-C itself (and would only pause): stop as any command does.
+  rl.on('SIGINT', () => {
+    process.stderr.write('\n');
+    process.exit(Exit.interrupted);
+  });
   const ask = (question: string) => Promise.race([rl.question(question), closed]);
   try {
     const fallback = stored?.baseUrl ?? DEFAULT_BASE_URL;

@@ -35,12 +35,20 @@ export function printJob(job: Job): void {
  * exit 3 when it ends in error or cancelled.
  */
 export async function waitAndReport(ctx: Context, client: Client, jobId: string): Promise<Job> {
-  const job = await client.waitForJob(jobId, {
-    signal: ctx.signal,
-    onUpdate: (j) => {
-      if (!ctx.json) note(`${j.job_id}: ${jobLine(j)}`);
-    },
-  });
+  const job = await client
+    .waitForJob(jobId, {
+      signal: ctx.signal,
+      onUpdate: (j) => {
+        if (!ctx.json) note(`${j.job_id}: ${jobLine(j)}`);
+      },
+    })
+    .catch((err: unknown) => {
+      // Ctrl-C stops the waiting, not the job: say how to find it again.
+      if (ctx.signal.aborted) {
+        throw new CliError(Exit.interrupted, `interrupted: job ${jobId} goes on (mps jobs watch ${jobId}, or mps jobs cancel ${jobId})`);
+      }
+      throw err;
+    });
   if (ctx.json) printJson(job);
   else printJob(job);
   failUnlessSucceeded(job);
