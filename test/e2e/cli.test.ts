@@ -325,6 +325,44 @@ describe('e2e: the mps CLI against the running service', function () {
     assert.match(loggedOut.stderr, /not logged in: run mps login/);
   });
 
+  it('reads the token without echo in a terminal (tmux)', async function () {
+    if (spawnSync('tmux', ['-V']).status !== 0) {
+      console.log('      skipped: tmux is not installed');
+      this.skip();
+    }
+    const socket = `mps-e2e-login-${process.pid}`;
+    const tmux = (...args: string[]) => spawnSync('tmux', ['-L', socket, ...args], { encoding: 'utf8' });
+    const env = `HOME=${home} XDG_CONFIG_HOME=${join(home, 'config')}`;
+    const started = tmux(
+      'new-session',
+      '-d',
+      '-x',
+      '160',
+      '-y',
+      '20',
+      `env ${env} ${process.execPath} ${MPS} login --base-url ${proxy.url}; sleep 120`,
+    );
+    assert.equal(started.status, 0, started.stderr);
+    try {
+      const screen = () => tmux('capture-pane', '-p').stdout;
+      await waitFor(() => /^Token:\s*$/m.test(screen()), { timeoutMs: 20_000, intervalMs: 100, what: 'the token prompt' }).catch(
+        (err: Error) => {
+          throw new Error(`${err.message}; the screen:\n${screen()}`);
+        },
+      );
+      tmux('send-keys', token, 'Enter');
+      const shown = await waitFor(() => (/logged in to E2E CLI/.test(screen()) ? screen() : null), {
+        timeoutMs: 20_000,
+        intervalMs: 100,
+        what: 'the login to end',
+      });
+      assert.equal(shown.includes(token), false, `the token was echoed:\n${shown}`);
+      assert.equal((JSON.parse(readFileSync(join(config(), 'config.json'), 'utf8')) as { token: string }).token, token);
+    } finally {
+      tmux('kill-server');
+    }
+  });
+
   it('draws a progress bar by bytes in a terminal (tmux)', async function () {
     if (spawnSync('tmux', ['-V']).status !== 0) {
       console.log('      skipped: tmux is not installed');
