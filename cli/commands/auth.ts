@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import type { Command } from 'commander';
 import { createClient } from '../../sdk/client';
 import { loadSession, normalizeBaseUrl, removeSession, saveSession } from '../lib/config';
-import { CliError, Exit } from '../lib/exit';
+import { CliError, describeFailure, Exit } from '../lib/exit';
 import { note, printFields, printJson } from '../lib/output';
 import { action, withJson } from '../lib/run';
 
@@ -20,7 +20,13 @@ export function registerAuth(program: Command): void {
         const answers = await askMissing(opts);
         const baseUrl = normalizeBaseUrl(answers.baseUrl || DEFAULT_BASE_URL);
         if (!answers.token) throw new CliError(Exit.usage, '--token: a token is needed (make one with the admin CLI: admin token create)');
-        const status = await createClient({ baseUrl, token: answers.token }).status();
+        const status = await createClient({ baseUrl, token: answers.token })
+          .status()
+          .catch((err: unknown) => {
+            // No session yet to name the URL in the message: name the one being tried.
+            const failure = describeFailure(err, baseUrl);
+            throw failure.code === Exit.unavailable ? new CliError(failure.code, failure.message) : err;
+          });
         const path = await saveSession({ baseUrl, token: answers.token });
         if (ctx.json) printJson(status);
         else note(`logged in to ${status.drive_name} (${status.drive_id}) at ${baseUrl}; saved in ${path}`);

@@ -72,7 +72,7 @@ describe('e2e: the mps CLI against the running service', function () {
     home = mkdtempSync(join(tmpdir(), 'e2e-cli-home-'));
     clip = await makeTestMedia(dir, 'mp4', 2);
     bigWav = await bigWavFile(dir);
-    const slowWav = await makeTestMedia(dir, 'wav', 6);
+    const slowWav = await makeTestMedia(dir, 'wav', 10);
     media = await startMediaServer({ 'clip.mp4': clip, 'slow.wav': slowWav });
     proxy = await startGatedProxy();
     await buildOnce();
@@ -317,6 +317,11 @@ describe('e2e: the mps CLI against the running service', function () {
     const unreachable = await mps(['status'], { env: { MPS_BASE_URL: `http://127.0.0.1:${closed}` } });
     assert.equal(unreachable.code, 4);
     assert.match(unreachable.stderr, /cannot reach the service at http:\/\/127\.0\.0\.1:\d+\/v1 \(ECONNREFUSED\)/);
+
+    const loginUnreachable = await mps(['login', '--base-url', `http://127.0.0.1:${closed}`, '--token', token]);
+    assert.equal(loginUnreachable.code, 4);
+    assert.match(loginUnreachable.stderr, /cannot reach the service at http:\/\/127\.0\.0\.1:\d+\/v1/);
+    assert.equal(JSON.parse(readFileSync(join(config(), 'config.json'), 'utf8')).base_url, `${proxy.url}/v1`, 'the session is kept');
 
     ok(await mps(['logout']));
     assert.equal(existsSync(join(config(), 'config.json')), false);
