@@ -11,8 +11,8 @@ export function registerProjects(program: Command): void {
   const projects = program.command('projects').description('list and read projects');
 
   withJson(projects.command('list'))
-    .description('projects, the most recently updated first')
-    .option('--name <text>', 'only projects whose name contains this')
+    .description('projects, the newest first')
+    .option('--name <text>', 'only projects whose name contains this (any case)')
     .option('--limit <n>', 'at most this many', positiveInt)
     .action(
       action(async (ctx, opts: { name?: string; limit?: number }) => {
