@@ -1,3 +1,4 @@
+import { measureCliImport } from './cli-import';
 import { measureRepublish } from './republish';
 import { measureJobEvents } from './job-events';
 import { execFile } from 'node:child_process';
@@ -333,6 +334,25 @@ async function jobEvents(): Promise<boolean> {
   return met;
 }
 
+/** (n) `mps import <file> --wait` of a 200 MB file against curl -T of it plus the job's own time (bench/cli-import.ts). */
+async function cliImport(): Promise<boolean> {
+  phase('(n) CLI: mps import <200 MB file> --wait under npm start, against POST + curl -T to the upload URL + polling to stopped');
+  const n = await measureCliImport();
+  const ratio = n.cliMs / n.handMs;
+  console.log(`\n(n) CLI import (${n.sizeMB.toFixed(0)} MB, median of ${n.rounds})\n`);
+  printTable([
+    { figure: '(n) by hand: POST, curl -T, poll to stopped (baseline)', value: `${n.handMs.toFixed(0)} ms` },
+    {
+      figure: '(n) mps import FILE --wait',
+      value: `${n.cliMs.toFixed(0)} ms`,
+      ratio: `${ratio.toFixed(2)}×`,
+      goal: '<= 1.1×',
+      met: ratio <= 1.1,
+    },
+  ]);
+  return ratio <= 1.1;
+}
+
 /** Phases that need nothing of the HTTP figures' set-up: BENCH_ONLY made of these runs them alone. */
 const STANDALONE: Record<string, () => Promise<boolean>> = {
   f: engine,
@@ -342,6 +362,7 @@ const STANDALONE: Record<string, () => Promise<boolean>> = {
   j: exports,
   k: agentTurn,
   l: republish,
+  n: cliImport,
   m: jobEvents,
 };
 
@@ -577,6 +598,7 @@ async function main() {
     if (runs('j')) await exports();
     if (runs('k')) await agentTurn();
     if (runs('l')) await republish();
+    if (runs('n')) await cliImport();
     if (runs('m')) await jobEvents();
   } finally {
     for (const s of started.reverse()) await stop(s);
