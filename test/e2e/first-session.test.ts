@@ -99,7 +99,16 @@ describe('e2e: a first session', function () {
       assert.equal(shown.drive_name, 'First');
       const tokens = (await admin(env, 'token', 'list', '--drive', drive.drive_id)) as unknown as Record<string, unknown>[];
       assert.equal(tokens.length, 1);
-      assert.deepEqual(Object.keys(tokens[0]).sort(), ['created_at', 'drive_id', 'name', 'revoked', 'token_id', 'user_id']);
+      assert.deepEqual(Object.keys(tokens[0]).sort(), [
+        'created_at',
+        'drive_id',
+        'first_name',
+        'last_name',
+        'name',
+        'revoked',
+        'token_id',
+        'user_id',
+      ]);
       assert.ok(drive.token.includes(String(tokens[0].token_id)));
     } finally {
       svc.killAll('SIGTERM');
