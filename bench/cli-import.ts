@@ -53,7 +53,7 @@ export async function measureCliImport(): Promise<CliImportFigures> {
         add_media: { 'long.wav': { content_type: 'audio/wav', file_size: size } },
       });
       const url = accepted.upload_urls['long.wav'].upload_url.replace(/^http:\/\/localhost:\d+/, serve!.url);
-      await exec('curl', ['-s', '-f', '-o', '/dev/null', '-T', file, url]);
+      await exec('curl', ['-s', '-f', '-o', '/dev/null', '-H', 'Content-Type: application/octet-stream', '-T', file, url]);
       for (;;) {
         const job = await api(`/jobs/${accepted.job_id}`);
         if (job.job_state === 'stopped') {

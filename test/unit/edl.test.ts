@@ -166,6 +166,32 @@ describe('edit decision lists', () => {
       for (let t = 0.1; t < 4; t += 0.1)
         assert.deepEqual(texts(compositionTranscript(insertClips([clip('a', 0, 4)], t, []), wordsOf)), whole);
     });
+    it('finds the same words by its start-order window as by looking at every word: long words, unsorted lists, many clips', () => {
+      // A long word that starts well before a clip but has its midpoint inside it, and words out of order.
+      const sorted = [word('long', 0, 6), word('a', 1, 1.2), word('b', 2.9, 3.1), word('c', 3.2, 3.3), word('d', 7, 7.5)];
+      const unsorted = [sorted[3], sorted[0], sorted[4], sorted[1], sorted[2]];
+      const brute = (clips: ReturnType<typeof clip>[], list: Word[]) =>
+        clips.flatMap((c) =>
+          list
+            .filter((w) => (w.start + w.end) / 2 >= c.in && (w.start + w.end) / 2 < c.out)
+            .map((w) => w.text)
+            .sort(),
+        );
+      for (const list of [sorted, unsorted]) {
+        for (let from = 0; from < 8; from += 0.5) {
+          for (let to = from + 0.25; to <= 8; to += 0.75) {
+            const clips = [clip('a', from, to), clip('a', 0, from)];
+            const got = compositionTranscript(clips, () => list);
+            assert.deepEqual(
+              [...texts(got.slice(0, got.length - brute([clips[1]], list).length))].sort(),
+              brute([clips[0]], list),
+              `[${from}, ${to})`,
+            );
+            assert.equal(got.length, brute(clips, list).length);
+          }
+        }
+      }
+    });
     it('follows clips across media and skips media without a transcript', () =>
       assert.deepEqual(texts(compositionTranscript([clip('b', 0, 1), clip('none', 0, 5), clip('a', 0.4, 1)], wordsOf)), ['bee', 'hello']));
 
