@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { createServer, request as httpRequest } from 'node:http';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -7,6 +9,7 @@ import { ApiError, createClient, type Client, type Job } from '../../sdk/client'
 import { BASE_URL, startHarness, type Harness } from '../fixtures/harness';
 import { makeTestMedia } from '../fixtures/media';
 import { createDrive } from '../../lib/app/admin';
+import { resolveFfmpegPaths } from '../../lib/adapters/ffmpeg/binaries';
 
 const urlOf = (input: string | URL | Request) => (input instanceof Request ? input.url : String(input));
 
@@ -147,6 +150,84 @@ describe('the SDK (sdk/client.ts) against the service over loopback HTTP', funct
     assert.deepEqual(done, { asset_id: done.asset_id, size });
     const job = await client.waitForJob(accepted.job_id, { intervalMs: 50 });
     assert.equal(job.result?.status, 'success');
+  });
+
+  it('uploadFile streams the rest in one PUT by default (node:http), and a stream cut off mid-way resumes from what the server kept', async () => {
+    const big = join(dir, 'big.wav');
+    await new Promise<void>((resolve, reject) =>
+      execFile(
+        resolveFfmpegPaths().ffmpeg,
+        [
+          '-hide_banner',
+          '-loglevel',
+          'error',
+          '-y',
+          '-f',
+          'lavfi',
+          '-i',
+          'sine=frequency=440:sample_rate=48000:duration=60',
+          '-ac',
+          '2',
+          big,
+        ],
+        (err) => (err ? reject(err) : resolve()),
+      ),
+    );
+    const size = statSync(big).size;
+    // A proxy that cuts the first upload body after 3 MiB (the connection lost mid-file), then forwards.
+    const CUT = 3 * 1024 * 1024;
+    const bodies: number[] = [];
+    let cutOnce = false;
+    const proxy = createServer((req, res) => {
+      const target = new URL(req.url ?? '/', base);
+      const forwarded = httpRequest(target, { method: req.method, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      forwarded.on('error', () => res.destroy());
+      let bytes = 0;
+      const index = bodies.push(0) - 1;
+      // The first PUT that carries bytes (`bytes a-b/total`, not the `bytes */total` question) is cut.
+      const cutting = req.method === 'PUT' && /^bytes \d/.test(String(req.headers['content-range'])) && !cutOnce;
+      if (cutting) cutOnce = true;
+      req.on('data', (chunk: Buffer) => {
+        if (cutting && bytes + chunk.length > CUT) {
+          forwarded.write(chunk.subarray(0, CUT - bytes));
+          bodies[index] = bytes = CUT;
+          // Let the service take what it got, then lose the connection both ways.
+          setTimeout(() => {
+            forwarded.destroy();
+            req.destroy();
+          }, 200);
+          req.pause();
+          return;
+        }
+        bytes += chunk.length;
+        bodies[index] = bytes;
+        forwarded.write(chunk);
+      });
+      req.on('end', () => forwarded.end());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const accepted = await client.importMedia({
+        project_name: 'Streamed',
+        add_media: { 'big.wav': { content_type: 'audio/wav', file_size: size } },
+      });
+      const proxied = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+      const url = accepted.upload_urls!['big.wav'].upload_url.replace(new URL(BASE_URL).origin, proxied);
+      const done = await client.uploadFile(big, url, { transport: 'http' });
+      assert.deepEqual(done, { asset_id: done.asset_id, size });
+      const sent = bodies.filter((b) => b > 0);
+      assert.equal(sent[0], CUT, 'the first body was cut after 3 MiB');
+      assert.equal(sent.length, 2, `one streamed PUT, then one for the rest: ${JSON.stringify(bodies)}`);
+      assert.ok(sent[1] < size && sent[0] + sent[1] >= size, `the second PUT sent only what the server lacked: ${sent[1]} of ${size}`);
+      const job = await client.waitForJob(accepted.job_id, { intervalMs: 50 });
+      assert.equal(job.result?.status, 'success', JSON.stringify(job.result));
+    } finally {
+      proxy.closeAllConnections();
+      proxy.close();
+    }
   });
 
   it('editAndWait and publishAndWait: an agent turn and a publish, each waited for', async () => {
