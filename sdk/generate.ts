@@ -1,5 +1,4 @@
-import { buildOpenApiDocument } from '../lib/http/openapi';
-import { API_VERSION } from '../services/query-api/app';
+import { API_VERSION, buildOpenApiDocument } from '../lib/http/openapi';
 
 /**
  * The text of sdk/schema.d.ts: openapi-typescript's types of the OpenAPI document. Not under

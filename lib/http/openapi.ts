@@ -17,6 +17,9 @@ export type OpenApiDocument = Record<string, unknown> & {
 
 export const SCHEMA_REF = '#/components/schemas/';
 
+/** The API's version: `GET /v1/status`'s `api_version` and the document's `info.version`. */
+export const API_VERSION = '1.2';
+
 /** The error statuses, their codes and what they mean (README "Errors"). */
 const ERRORS: Record<number, { code: string; description: string }> = {
   400: { code: 'invalid_input', description: 'The request is malformed or invalid; the message names the field.' },

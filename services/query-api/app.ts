@@ -1,3 +1,4 @@
+import { API_VERSION } from '../../lib/http/openapi';
 import { createBalances } from '../../lib/app/balances';
 import { catalogBody, type Catalog } from '../../lib/domain/agent/catalog';
 import { mountConversations } from './conversations';
@@ -70,8 +71,6 @@ export type QueryApiDeps = ApiAppDeps & {
   /** Where the open job event streams are reported (`Metrics.watchJobEvents`). */
   watchJobEvents?: (stats: () => JobEventStreamStats) => void;
 };
-
-export const API_VERSION = '1.2';
 
 /** The read side: answers from the read models. `jobEvents`: its open event streams (ended on shutdown). */
 export function createApp(deps: QueryApiDeps): HttpApp & { jobEvents: JobEventStreams } {

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
-import { buildOpenApiDocument, type OpenApiDocument } from '../../lib/http/openapi';
+import { API_VERSION, buildOpenApiDocument, type OpenApiDocument } from '../../lib/http/openapi';
 import { documentChecker } from '../../lib/http/openapi-check';
-import { API_VERSION } from '../../services/query-api/app';
 
 /**
  * Warnings of the recommended rules that are wrong about this document, each by rule and place
