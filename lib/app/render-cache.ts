@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { renderDuration, renderIdentity, type RenderSpec } from '../domain/render-plan';
+import { renderIdentity, renderShape, type RenderSpec } from '../domain/render-plan';
 import type { BlobStore } from '../ports/blob-store';
 import type { RenderOptions, Renderer } from '../ports/renderer';
 
@@ -18,7 +18,14 @@ export const renderCacheKey = (spec: RenderSpec): string => createHash('sha256')
 export const renderBlobKey = (scope: { driveId: string; projectId: string }, spec: RenderSpec): string =>
   `${scope.driveId}/${scope.projectId}/render-${renderCacheKey(spec)}`;
 
-export type CachedRender = { readonly blobKey: string; readonly cached: boolean; readonly durationSeconds: number };
+export type CachedRender = {
+  readonly blobKey: string;
+  readonly cached: boolean;
+  readonly durationSeconds: number;
+  /** The picture's size; null for Audio. */
+  readonly width: number | null;
+  readonly height: number | null;
+};
 
 /** The render of `spec`: the cached blob when there is one, else rendered into it now. */
 export async function renderCached(
@@ -30,8 +37,8 @@ export async function renderCached(
   const blobKey = renderBlobKey(scope, spec);
   if (await deps.blobs.exists(blobKey)) {
     options.onProgress?.(1);
-    return { blobKey, cached: true, durationSeconds: renderDuration(spec) };
+    return { blobKey, cached: true, ...renderShape(spec) };
   }
   const outcome = await deps.renderer.render(spec, deps.blobs.localPath(blobKey), options);
-  return { blobKey, cached: false, durationSeconds: outcome.durationSeconds };
+  return { blobKey, cached: false, durationSeconds: outcome.durationSeconds, width: outcome.width ?? null, height: outcome.height ?? null };
 }

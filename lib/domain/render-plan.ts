@@ -276,8 +276,11 @@ function layout(spec: RenderSpec) {
   return { frame, lengths, durationSeconds, mediaOf };
 }
 
-/** Seconds the render of `spec` lasts, without planning it: what a cached render is said to last. */
-export const renderDuration = (spec: RenderSpec): number => layout(spec).durationSeconds;
+/** What the render of `spec` is, without planning it: its seconds, and its picture's size (Video). */
+export function renderShape(spec: RenderSpec): { durationSeconds: number; width: number | null; height: number | null } {
+  const { frame, durationSeconds } = layout(spec);
+  return { durationSeconds, width: frame?.width ?? null, height: frame?.height ?? null };
+}
 
 /**
  * What identifies a render's output: the clips, the sources (by blob: a blob never changes) and

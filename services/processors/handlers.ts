@@ -4,6 +4,7 @@ import { conversationDecider } from '../../lib/domain/conversation';
 import { streams } from '../../lib/domain/ids';
 import { jobDecider } from '../../lib/domain/job';
 import { projectDecider } from '../../lib/domain/project';
+import { publicationDecider } from '../../lib/domain/publication';
 import type { EventStore } from '../../lib/ports/event-store';
 
 /** The handlers of the streams the processors read and write: built once per store, in `start`. */
@@ -12,6 +13,7 @@ export const processorHandlers = (store: EventStore) => ({
   projects: commandHandler(store, projectDecider, streams.project),
   compositions: commandHandler(store, compositionDecider, streams.composition),
   conversations: commandHandler(store, conversationDecider, streams.conversation),
+  publications: commandHandler(store, publicationDecider, streams.publication),
 });
 
 export type ProcessorHandlers = ReturnType<typeof processorHandlers>;

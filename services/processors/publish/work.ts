@@ -1,20 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { commandHandler } from '../../../lib/app/command-handler';
 import { wordsOfClips } from '../../../lib/app/composition-words';
 import { signDownloadUrl } from '../../../lib/app/downloads';
 import { renderCached } from '../../../lib/app/render-cache';
 import { AppError } from '../../../lib/domain/errors';
-import { projectUrl, streams } from '../../../lib/domain/ids';
+import { projectUrl } from '../../../lib/domain/ids';
 import type { PublishResult } from '../../../lib/domain/job';
 import type { ProjectState } from '../../../lib/domain/project';
-import { publicationDecider, publicationIdOf, shareUrl, type PublishedRender } from '../../../lib/domain/publication';
-import { planRender, type RenderSpec } from '../../../lib/domain/render-plan';
+import { publicationIdOf, shareUrl, type PublishedRender } from '../../../lib/domain/publication';
+import type { RenderSpec } from '../../../lib/domain/render-plan';
 import { missingMedia, renderMediaOf } from '../../../lib/domain/render-sources';
 import { renderVtt } from '../../../lib/domain/transcript/formats';
 import type { BlobStore } from '../../../lib/ports/blob-store';
 import type { Clock, Ids } from '../../../lib/ports/clock';
-import type { EventStore } from '../../../lib/ports/event-store';
 import type { Renderer } from '../../../lib/ports/renderer';
 import type { ProcessorHandlers } from '../handlers';
 import type { JobContext, WorkOutcome } from '../job-runner';
@@ -29,7 +27,6 @@ import type { JobContext, WorkOutcome } from '../job-runner';
  */
 
 export type PublishWorkDeps = {
-  store: EventStore;
   clock: Clock;
   ids: Ids;
   blobs: BlobStore;
@@ -53,7 +50,7 @@ export async function runPublish(deps: PublishWorkDeps, ctx: Ctx): Promise<WorkO
   const project = await loadProject(deps, job.project_id);
   const composition = await loadComposition(deps, request.composition_id);
   const spec = renderSpecOf(project, composition, request);
-  const publications = commandHandler(deps.store, publicationDecider, streams.publication);
+  const publications = deps.on.publications;
   const publicationId = publicationIdOf(request.composition_id, request.media_type);
   const write = {
     newId: deps.ids.uuidv7,
@@ -97,7 +94,6 @@ export async function runPublish(deps: PublishWorkDeps, ctx: Ctx): Promise<WorkO
   const size = (await deps.blobs.open(made.blobKey))?.size;
   if (size === undefined)
     throw new AppError('internal_error', `the render ${made.blobKey} is gone from the blob store`, { retriable: true });
-  const plan = planRender(spec, (blob) => blob, '', 'out');
   const render: Omit<PublishedRender, 'rendered_at'> = {
     job_id: job.job_id,
     blob_key: made.blobKey,
@@ -105,8 +101,8 @@ export async function runPublish(deps: PublishWorkDeps, ctx: Ctx): Promise<WorkO
     content_type: CONTENT_TYPE[request.media_type],
     size_bytes: size,
     duration_seconds: made.durationSeconds,
-    width: plan.width ?? null,
-    height: plan.height ?? null,
+    width: made.width,
+    height: made.height,
     title: project.project.name,
   };
   await publications.handle(publicationId, { type: 'RecordRender', render, now: deps.clock.now().toISOString() }, write);
