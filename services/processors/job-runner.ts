@@ -176,8 +176,10 @@ export async function runJob<T extends JobType>(
   const writeHeld = () => {
     const h = held;
     held = null;
+    // Written as is, not through `progress`: a timer may fire a millisecond before `Date.now()` says
+    // the grace is over, and held again, the progress would never be written.
     if (h && !stop.signal.aborted)
-      void progress(h.label, h.percent).catch((err: unknown) => log.debug({ err }, 'held progress not written'));
+      void writeProgress(h.label, h.percent).catch((err: unknown) => log.debug({ err }, 'held progress not written'));
   };
   const progress = async (label: string, percent: number): Promise<void> => {
     const sinceStart = Date.now() - startedAt;
@@ -186,6 +188,9 @@ export async function runJob<T extends JobType>(
       graceTimer ??= setTimeout(writeHeld, progressGraceMs - sinceStart);
       return;
     }
+    await writeProgress(label, percent);
+  };
+  const writeProgress = async (label: string, percent: number): Promise<void> => {
     const t = deps.clock.now().getTime();
     const rounded = Math.round(percent);
     if (label === lastProgress.label && (t - lastProgress.at < 1000 || rounded === lastProgress.percent)) return;
