@@ -276,6 +276,17 @@ describe('edit decision lists', () => {
       assert.deepEqual(cutRanges([A, B, C], ranges), cutRange(cutRange([A, B, C], 12, 16), 1, 3));
       assert.deepEqual(cutRangesMarkers([marker(0.5), marker(2), marker(14), marker(18)], ranges), [marker(0.5), marker(12, 'm18')]);
     });
+    it('moves and drops markers as cutMarkers does range after range, the last first (ends, inside, off the millisecond)', () => {
+      const markers = Array.from({ length: 400 }, (_, i) => marker(((i * 6271) % 2000) / 100 + (i % 3) * 0.0004));
+      // Ranges whose ends fall on markers, overlap, touch, and carry float dust.
+      const ranges = cuts
+        .slice(0, 80)
+        .map(([from, to], i) => (i % 7 === 0 ? { from: markers[i].time, to: markers[i].time + 0.5 } : { from, to }));
+      const oneByOne = mergeRanges(ranges).reduceRight<Marker[]>((out, r) => cutMarkers(out, r.from, r.to), [...markers]);
+      const atOnce = cutRangesMarkers(markers, ranges);
+      assert.deepEqual(atOnce, oneByOne);
+      assert.ok(atOnce.length > 20 && atOnce.length < markers.length, `${atOnce.length} of ${markers.length} markers kept`);
+    });
   });
 
   describe('media time and composition time', () => {
