@@ -379,8 +379,11 @@ export function compositionTranscript(clips: readonly Clip[], wordsOf: (media: s
     for (let k = from; k < to; k++) {
       const w = words[k];
       const mid = (w.start + w.end) / 2;
-      if (mid >= c.in && mid < c.out)
-        out.push({ ...w, start: ms(Math.max(w.start, c.in) + shift), end: ms(Math.min(w.end, c.out) + shift) });
+      if (mid < c.in || mid >= c.out) continue;
+      const start = ms(Math.max(w.start, c.in) + shift);
+      const end = ms(Math.min(w.end, c.out) + shift);
+      // A word where it was (a clip not moved, as an unedited composition's) is the word itself: no copy of an hour of words.
+      out.push(start === w.start && end === w.end ? w : { ...w, start, end });
     }
     return shapeOf(words).sorted ? out : out.sort(byStart);
   });
