@@ -24,7 +24,8 @@ export function editingToolset(deps: { silences: SilenceDetector; toolbox?: Tool
       const target = ctx.composition_id ?? defaultComposition(model)?.composition_id;
       if (!target) throw invalidInput('the project has no composition to edit');
       const silences = READS_SILENCES.has(schema.name) ? await measureSilences(deps.silences, model, ctx) : new Map();
-      const ran = toolbox.run(
+      // Planned only: the turn decides the changes itself, on the composition deciders (turn-edits.ts).
+      const ran = toolbox.plan(
         model,
         { name: schema.name, arguments: args },
         { composition_id: target, newId: ctx.newId, silences, lastTurn: ctx.lastTurn },
