@@ -217,22 +217,54 @@ export function sharedWatermark(deps: {
  * Per-token write positions in the read store, for command and query processes apart. A position
  * that cannot be recorded (the read store is down) is logged and the 2xx still goes out: the
  * command was done, and answering 5xx would have the client do it again.
+ *
+ * Writes are coalesced per token: the 2xx of one group commit (50 concurrent imports of one client)
+ * all note their positions in the same turn of the event loop, and one record of the highest
+ * covers them all. Each still waits until a position at least its own is recorded. Without this,
+ * each wrote its own record, and all but one lost the compare-and-set and read and wrote again.
  */
 export function sharedSessionPositions(store: ReadStore, log: Logger, capacity = REMEMBERED_TOKENS): SessionPositions {
   // What this process last wrote per token: its next write puts without reading first.
   const known = new LRUCache<string, Known>({ max: capacity });
+  const rounds = new Map<string, TokenRound>();
+
+  const record = async (tokenId: string, round: TokenRound): Promise<void> => {
+    // The rest of this turn's 2xx join the round first.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    while (round.waiters.length > 0) {
+      const waiters = round.waiters.splice(0);
+      const highest = waiters.reduce((max, w) => (w.position > max ? w.position : max), waiters[0].position);
+      try {
+        known.set(tokenId, await raise(store, SESSION_POSITIONS, tokenId, highest, {}, known.get(tokenId)));
+      } catch (err) {
+        known.delete(tokenId);
+        log.warn({ err, token_id: tokenId }, 'write position not recorded: the next read may not wait for this write');
+      }
+      for (const w of waiters) w.done();
+    }
+    rounds.delete(tokenId);
+  };
+
   return {
-    wrote: (tokenId, position) =>
-      raise(store, SESSION_POSITIONS, tokenId, position, {}, known.get(tokenId)).then(
-        (now) => void known.set(tokenId, now),
-        (err: unknown) => {
-          known.delete(tokenId);
-          log.warn({ err, token_id: tokenId }, 'write position not recorded: the next read may not wait for this write');
-        },
-      ),
+    wrote: (tokenId, position) => {
+      const recorded = known.get(tokenId);
+      if (recorded && recorded.position >= position) return;
+      return new Promise<void>((done) => {
+        let round = rounds.get(tokenId);
+        if (!round) {
+          round = { waiters: [] };
+          rounds.set(tokenId, round);
+          void record(tokenId, round);
+        }
+        round.waiters.push({ position, done });
+      });
+    },
     lastWrite: async (tokenId) => {
       const doc = await store.get(SESSION_POSITIONS, tokenId);
       return doc ? BigInt(String(doc.position)) : undefined;
     },
   };
 }
+
+/** A token's positions waiting to be recorded, and who waits for them. */
+type TokenRound = { readonly waiters: { readonly position: bigint; readonly done: () => void }[] };

@@ -167,6 +167,30 @@ describe('read-your-writes across processes (lib/app/shared-consistency.ts)', ()
     assert.equal(await position(), '50');
     assert.equal(await b.lastWrite('token-1'), 50n);
   });
+
+  it('records one position for the 2xx of one turn of a token, each answered once a position at least its own is stored', async () => {
+    const puts: string[] = [];
+    const counted = {
+      ...store,
+      get: store.get.bind(store),
+      put: (c: string, doc: Record<string, unknown>, rev: number | null) => {
+        if (c === SESSION_POSITIONS) puts.push(String(doc.position));
+        return store.put(c, doc as never, rev);
+      },
+    } as typeof store;
+    const sessions = sharedSessionPositions(counted, log);
+    const stored = async () => BigInt(String((await store.get(SESSION_POSITIONS, 'token-1'))?.position));
+    const seen: bigint[] = [];
+    // Fifty answers of one group commit, in no order; each looks at what is stored once it may go out.
+    const positions = Array.from({ length: 50 }, (_, i) => BigInt(100 + ((i * 37) % 50)));
+    await Promise.all(positions.map(async (p) => (await sessions.wrote('token-1', p), seen.push(await stored()))));
+    assert.deepEqual(puts, ['149'], 'one record, of the highest');
+    assert.ok(seen.every((s) => s >= 149n));
+    await sessions.wrote('token-1', 120n); // below what is recorded: nothing to write
+    await Promise.all([sessions.wrote('token-1', 160n), sessions.wrote('token-2', 5n)]);
+    assert.deepEqual(puts, ['149', '160', '5']);
+    assert.equal(await stored(), 160n);
+  });
 });
 
 /** Polls a condition (bounded: 5 s). */
