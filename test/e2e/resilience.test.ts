@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
@@ -26,13 +26,27 @@ function startupOutput(env: Record<string, string>): string {
   }
 }
 
+/** The partial renders (hidden `.part` files) anywhere under `dir`. */
+function partialRenders(dir: string): string[] {
+  return (readdirSync(dir, { recursive: true }) as string[]).filter((p) => /(^|\/)\.[^/]+\.part$/.test(p));
+}
+
+/** Whether a process whose command line names `text` runs. */
+function running(text: string): boolean {
+  try {
+    return execFileSync('pgrep', ['-f', basename(text)], { encoding: 'utf8' }).trim() !== '';
+  } catch {
+    return false;
+  }
+}
+
 describe('e2e: resilience of the all-in-one service', function () {
   this.timeout(180_000);
   let media: Awaited<ReturnType<typeof startMediaServer>>;
 
   before(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'e2e-media-'));
-    media = await startMediaServer({ 'long.wav': await makeTestMedia(dir, 'wav', 30) });
+    media = await startMediaServer({ 'long.wav': await makeTestMedia(dir, 'wav', 30), 'clip.mp4': await makeTestMedia(dir, 'mp4', 30) });
     await buildOnce();
   });
   after(async () => media?.close());
@@ -154,6 +168,62 @@ describe('e2e: resilience of the all-in-one service', function () {
       }
     } finally {
       await store.close();
+    }
+  });
+
+  it('kill -9 of the worker mid-render: the publish is rendered again by the restarted worker, and no partial render is left', async () => {
+    const env = { DATA_DIR: mkdtempSync(join(tmpdir(), 'e2e-data-')), OUTBOUND_ALLOWLIST: '127.0.0.1', TRANSCRIBER: 'none' };
+    const svc = await startService(env);
+    try {
+      const drive = await admin(env, 'drive', 'create', '--name', 'Render crash drive');
+      const api = client(svc, drive.token);
+      const stopped = (jobId: string) =>
+        waitFor(
+          async () => {
+            const j = (await (await api.get(`/jobs/${jobId}`)).json()) as { job_state: string; result: Record<string, string> };
+            return j.job_state === 'stopped' ? j : null;
+          },
+          { timeoutMs: 120_000, intervalMs: 200, what: `job ${jobId} to stop` },
+        );
+      const imported = await api.post('/jobs/import/project_media', {
+        project_name: 'Crash render',
+        add_media: { 'clip.mp4': { url: media.url('file', 'clip.mp4') } },
+        add_compositions: [{ name: 'Main', clips: [{ media: 'clip.mp4' }] }],
+      });
+      const { project_id, job_id: importId } = (await imported.json()) as { project_id: string; job_id: string };
+      assert.equal((await stopped(importId)).result.status, 'success');
+      // 720p from a 160x120 source (asked for, so upscaled): a render of some seconds, long enough to be cut off.
+      const accepted = await api.post('/jobs/publish', { project_id, resolution: '720p' });
+      assert.equal(accepted.status, 201);
+      const { job_id } = (await accepted.json()) as { job_id: string };
+
+      const partial = await waitFor(() => partialRenders(env.DATA_DIR)[0] ?? null, {
+        timeoutMs: 60_000,
+        intervalMs: 20,
+        what: 'the render to start writing',
+      });
+      const pid = workerPid(svc)!;
+      process.kill(pid, 'SIGKILL');
+      await waitFor(() => (workerPid(svc) ?? pid) !== pid, { timeoutMs: 20_000, what: 'the worker to be restarted' });
+
+      const job = await stopped(job_id);
+      assert.equal(job.result.status, 'success', JSON.stringify(job.result));
+      const download = await fetch(job.result.download_url.replace(/^http:\/\/localhost:\d+/, svc.base));
+      assert.equal(download.status, 200);
+      assert.ok((await download.arrayBuffer()).byteLength > 1000);
+      assert.deepEqual(partialRenders(env.DATA_DIR), [], `the cut-off render (${partial}) was removed`);
+      // The cut-off attempt's ffmpeg did not render on: it died with the pipe its worker read progress from.
+      await waitFor(() => !running(partial), { timeoutMs: 10_000, what: 'the orphaned ffmpeg to end' });
+      const store = createSqliteEventStore({ path: join(env.DATA_DIR, 'events.sqlite') });
+      try {
+        const events = await store.readStream(`job-${job_id}`);
+        assert.equal(events.filter((e) => e.type === 'JobStarted').length, 2, 'cut off once, rendered again once');
+      } finally {
+        await store.close();
+      }
+    } finally {
+      svc.killAll('SIGTERM');
+      await svc.exited;
     }
   });
 
