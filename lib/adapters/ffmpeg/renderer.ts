@@ -1,5 +1,5 @@
 import { mkdir, rename, stat, unlink } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { AppError } from '../../domain/errors';
 import { READABLE_DEMUXERS } from '../../domain/media-formats';
@@ -7,7 +7,7 @@ import { planRender } from '../../domain/render-plan';
 import type { BlobStore } from '../../ports/blob-store';
 import type { Renderer } from '../../ports/renderer';
 import { streamProcess } from '../system/child-process';
-import { partialRenderPath, removeOrphanedPartials } from './partial-renders';
+import { removeOrphanedTemporaries, temporaryPath } from '../local/process-temporaries';
 
 const MAX_STDERR_BYTES = 16 * 1024;
 const LOGGED_STDERR_CHARS = 2000;
@@ -17,7 +17,7 @@ const LOGGED_STDERR_CHARS = 2000;
  * line by line. ffmpeg writes a temporary name beside `output` (the same file system, so the final
  * rename is atomic); on failure or cancel the process group is killed, waited for, and the
  * temporary file removed; what a crashed worker left is removed by the next render there
- * (partial-renders.ts). Spawned from this thread, not the spawner's (spawner.ts): a render is one
+ * (lib/adapters/local/process-temporaries.ts). Spawned from this thread, not the spawner's (spawner.ts): a render is one
  * fork per several seconds of work, and its progress has to come back while it runs.
  */
 export function createFfmpegRenderer(options: {
@@ -34,12 +34,12 @@ export function createFfmpegRenderer(options: {
         throw new AppError('unprocessable_entity', 'the composition has no clips to render', { retriable: false });
       const target = resolve(output);
       // Hidden, as the blob store's own temporary files: never a name a blob key can take.
-      const temporary = partialRenderPath(target);
+      const temporary = temporaryPath(dirname(target), basename(target), 'part');
       const plan = planRender(spec, (blob) => resolve(options.blobs.localPath(blob)), READABLE_DEMUXERS.join(','), temporary);
       const progress = progressReader(plan.durationSeconds, onProgress);
       // Private like the blob store's own folders: renders are users' media.
       await mkdir(dirname(target), { recursive: true, mode: 0o700 });
-      await removeOrphanedPartials(dirname(target), options.logger);
+      await removeOrphanedTemporaries(dirname(target), options.logger);
       try {
         const run = await streamProcess(options.ffmpegPath, plan.args, {
           timeoutMs,

@@ -1,12 +1,12 @@
-import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AppError } from '../../domain/errors';
 import type { BlobStore } from '../../ports/blob-store';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './private-files';
+import { removeOrphanedTemporaries, temporaryPath } from './process-temporaries';
 
 /**
  * A segment starts with a letter or digit: this refuses `.`, `..` and hidden names, so a key can
@@ -96,7 +96,9 @@ function safeSegments(key: string): string[] {
 
 /** Writes a temp file beside the target, fsyncs it, then renames: readers see the whole blob or none. */
 async function writeAtomically(target: string, source: Readable, maxBytes: number, signal?: AbortSignal): Promise<{ size: number }> {
-  const temp = join(dirname(target), `.${randomBytes(8).toString('hex')}.tmp`);
+  // What a process killed mid-write left here goes first (process-temporaries.ts).
+  await removeOrphanedTemporaries(dirname(target));
+  const temp = temporaryPath(dirname(target), basename(target), 'tmp');
   const file = await open(temp, 'wx', PRIVATE_FILE_MODE);
   let size = 0;
   try {
