@@ -54,7 +54,13 @@ describe('temporary files left by a crashed process (lib/adapters/local/process-
     mkdirSync(join(root, 'p'));
     const left = `.big.wav.${HOST}-${await deadPid()}-0123456789ab.tmp`;
     writeFileSync(join(root, 'p', left), Buffer.alloc(1024));
-    await createLocalBlobStore({ root }).put('p/small.wav', Readable.from([Buffer.from('bytes')]));
+    const blobs = createLocalBlobStore({ root });
+    await blobs.put('p/small.wav', Readable.from([Buffer.from('bytes')]));
     assert.deepEqual(readdirSync(join(root, 'p')), ['small.wav']);
+    // Once per folder and process: a folder of one file per transcript is not listed at every write.
+    const later = `.other.wav.${HOST}-${await deadPid()}-0123456789ab.tmp`;
+    writeFileSync(join(root, 'p', later), 'x');
+    await blobs.put('p/second.wav', Readable.from([Buffer.from('bytes')]));
+    assert.deepEqual(readdirSync(join(root, 'p')).sort(), [later, 'second.wav', 'small.wav'].sort());
   });
 });

@@ -6,7 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import { AppError } from '../../domain/errors';
 import type { BlobStore } from '../../ports/blob-store';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './private-files';
-import { removeOrphanedTemporaries, temporaryPath } from './process-temporaries';
+import { removeOrphanedTemporariesOnce, temporaryPath } from './process-temporaries';
 
 /**
  * A segment starts with a letter or digit: this refuses `.`, `..` and hidden names, so a key can
@@ -96,8 +96,8 @@ function safeSegments(key: string): string[] {
 
 /** Writes a temp file beside the target, fsyncs it, then renames: readers see the whole blob or none. */
 async function writeAtomically(target: string, source: Readable, maxBytes: number, signal?: AbortSignal): Promise<{ size: number }> {
-  // What a process killed mid-write left here goes first (process-temporaries.ts).
-  await removeOrphanedTemporaries(dirname(target));
+  // What a process killed mid-write left here goes, the first time this process writes here (process-temporaries.ts).
+  await removeOrphanedTemporariesOnce(dirname(target));
   const temp = temporaryPath(dirname(target), basename(target), 'tmp');
   const file = await open(temp, 'wx', PRIVATE_FILE_MODE);
   let size = 0;

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readdir, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 
 /**
@@ -39,6 +40,19 @@ export async function removeOrphanedTemporaries(dir: string, log?: Logger): Prom
   if (removed.length > 0) log?.warn({ dir, files: removed }, 'removed temporary files of a process that is gone (it crashed mid-write)');
   return removed;
 }
+
+/**
+ * As `removeOrphanedTemporaries`, the first time this process writes in `dir` only: for writes as
+ * frequent as blobs, into folders as large as the transcripts' (one file per transcript), a listing
+ * per write would cost more than the write. What a crashed process left is removed by the next
+ * process that writes there, since a crash is followed by a restart.
+ */
+export async function removeOrphanedTemporariesOnce(dir: string, log?: Logger): Promise<string[]> {
+  if (swept.has(dir)) return [];
+  swept.set(dir, true);
+  return removeOrphanedTemporaries(dir, log);
+}
+const swept = new LRUCache<string, true>({ max: 10_000 });
 
 function isRunning(pid: number): boolean {
   if (pid === process.pid) return true;
