@@ -14,6 +14,7 @@ import { invalidInput } from '../../lib/domain/errors';
 import { streams } from '../../lib/domain/ids';
 import { projectDecider } from '../../lib/domain/project';
 import { jobDecider } from '../../lib/domain/job';
+import * as processors from '../../services/processors';
 import { toolsetOf, type AgentTool } from '../../services/processors/agent';
 import { startFakeChatServer, type ChatRequest } from '../fixtures/fake-chat-server';
 import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
@@ -673,5 +674,36 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
         assert.ok(state.used.ai_credits + reserved <= 60, `over the allowance at revision ${e.revision}`);
       }
     });
+  });
+});
+
+describe('agent jobs queued when the drive admin disables the agent', function () {
+  this.timeout(60_000);
+
+  it('are refused when their turn comes, as the POST would have been: nothing reserved, changed or charged', async () => {
+    // No worker yet: the prompt stays queued while the admin changes the setting.
+    const h = await startHarness({ processors: false });
+    let worker: Awaited<ReturnType<typeof processors.start>> | undefined;
+    try {
+      const drive = await createDrive(h.admin, { name: 'Managed drive', credits: 100 });
+      const accepted = await h.http
+        .post('/v1/jobs/agent')
+        .set(h.auth(drive.token))
+        .send({ prompt: 'rename this composition to Intro', project_name: 'Queued', model: 'offline' });
+      assert.equal(accepted.status, 201, accepted.text);
+      await updateDrive(h.admin, drive.drive_id, { agent_disabled: true });
+      worker = await processors.start(h.processorDeps);
+      const job = (await h.waitForJob(accepted.body.job_id, undefined, 20_000, drive.token)) as { result: Record<string, string> };
+      assert.equal(job.result.status, 'error');
+      assert.equal(job.result.error_code, 'forbidden');
+      assert.match(job.result.error_message, /disabled agent usage on this drive after the prompt was accepted/);
+      const credits = (await h.balance.show(drive.drive_id)).ai_credits;
+      assert.deepEqual([credits.used, credits.reserved], [0, 0]);
+      const { state } = await loadState(h.store, streams.conversation(accepted.body.conversation_id), conversationDecider);
+      assert.ok(state.exists && state.turns.length === 0, 'no turn recorded');
+    } finally {
+      await worker?.stop();
+      await h.close();
+    }
   });
 });

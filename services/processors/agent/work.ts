@@ -52,6 +52,7 @@ export async function runTurn(deps: AgentWorkDeps, ctx: Ctx): Promise<WorkOutcom
   // balance stream, then the process died): finish that turn, never run it again.
   const written = conversation.turns.find((t) => t.job_id === ctx.job.job_id);
   if (written) return finishWritten(ctx, written);
+  await refuseIfAgentDisabled(deps, ctx);
   if (request.new_project) await givePlaceholder(deps, ctx);
   const budget = await reserveCredits(deps, ctx);
   const model = await projectModelLoader(deps)(projectId);
@@ -115,6 +116,24 @@ async function finishWritten(ctx: Ctx, turn: Turn): Promise<WorkOutcome<'agent'>
     resolved_model: ctx.job.request.resolved_model,
   };
   return { result, projectUrl: ctx.job.project_url };
+}
+
+/**
+ * The drive's admin may disable the agent after a prompt was accepted (`admin drive update
+ * --agent-disabled`): a turn not started yet is then refused as the POST would have been, before
+ * anything is reserved or changed, so disabling stops the spending of prompts already queued.
+ */
+async function refuseIfAgentDisabled(deps: AgentWorkDeps, ctx: Ctx): Promise<void> {
+  const { state } = await deps.on.drives.load(ctx.job.drive_id);
+  if (state.exists && state.settings.agent_disabled) {
+    throw new AppError(
+      'forbidden',
+      'the drive admin disabled agent usage on this drive after the prompt was accepted; nothing was changed',
+      {
+        retriable: false,
+      },
+    );
+  }
 }
 
 // ---------------------------------------------------------------- credits
