@@ -148,4 +148,28 @@ describe('agent edits: the builtin model and the editing tools on real compositi
       [[[0, 1]], [[1, 2]], [[2, 3]], [[3, 4]], [[4, 5]], []],
     );
   });
+
+  it('brings back a composition the last turn deleted, as it was, in its place, and findable again', async () => {
+    const before = await main();
+    const listed = async () => ((await detail()).compositions as { id: string; name: string }[]).map((c) => [c.id, c.name]);
+    const search = async () =>
+      ((await h.http.get('/v1/search').query({ query: 'price' }).set(h.auth(drive.token))).body.results as {
+        id?: string;
+        composition_id?: string;
+      }[]) ?? [];
+    const inSearch = async () => JSON.stringify(await search()).includes(compositionId);
+    assert.ok(await inSearch(), 'found before');
+    const deleted = await prompt('delete the composition Intro');
+    assert.equal(deleted.project_changed, true);
+    assert.deepEqual(await listed(), []);
+    assert.equal(await inSearch(), false, 'not found while deleted');
+    const undone = await prompt('undo that');
+    assert.equal(undone.project_changed, true, undone.agent_response);
+    assert.match(undone.agent_response, /restored Intro \(0:07/);
+    assert.deepEqual(await listed(), [[compositionId, 'Intro']]);
+    const now = await main();
+    assert.deepEqual([now.text, now.duration], [before.text, before.duration]);
+    assert.equal(now.revision, before.revision + 2, 'deleted, then reverted: two events');
+    assert.ok(await inSearch(), 'found again');
+  });
 });

@@ -472,6 +472,16 @@ describe('agent tools (given a project model, when a tool runs, then…)', () =>
       assert.equal(undone.main.revision, 2, 'planned on the revision the turn read');
     });
 
+    it('brings back a composition the last turn deleted: a revert of it, which the turn plans on the deciders', () => {
+      const before = composition();
+      const gone = { ...talkModel(), compositions: [] };
+      const ctx = context({ lastTurn: [{ composition_id: MAIN_ID, revision_before: 2, before }] });
+      const planned = toolbox.plan(gone, { name: 'undo', arguments: {} }, ctx);
+      assert.ok(planned.ok, JSON.stringify(planned));
+      assert.deepEqual(planned.outcome.changes, [{ composition_id: MAIN_ID, edit: { kind: 'revert', to_revision: 2 } }]);
+      assert.equal(planned.outcome.summary, 'Undid the last turn (1 composition): restored Main (0:30.0)');
+    });
+
     it('refuses when there is no turn to undo', () => {
       assert.match(refused(talkModel(), 'undo', {}), /no earlier turn/);
     });

@@ -15,14 +15,16 @@ import { toolsetOf, type AgentTool, type ToolContext, type Toolset } from './too
 
 /** Tools that need the media's silent intervals. */
 const READS_SILENCES = new Set(['remove_silences', 'shorten_pauses']);
+/** Tools that act on no one composition: they run on a project whose compositions are all deleted. */
+const NO_TARGET = new Set(['undo', 'create_composition']);
 
 export function editingToolset(deps: { silences: SilenceDetector; toolbox?: Toolbox }): Toolset {
   const toolbox = deps.toolbox ?? createToolbox(AGENT_TOOLS);
   const tools: AgentTool[] = toolbox.schemas.map((schema) => ({
     schema,
     async run(model, args, ctx) {
-      const target = ctx.composition_id ?? defaultComposition(model)?.composition_id;
-      if (!target) throw invalidInput('the project has no composition to edit');
+      const target = ctx.composition_id ?? defaultComposition(model)?.composition_id ?? (NO_TARGET.has(schema.name) ? '' : null);
+      if (target === null) throw invalidInput('the project has no composition to edit');
       const silences = READS_SILENCES.has(schema.name) ? await measureSilences(deps.silences, model, ctx) : new Map();
       // Planned only: the turn decides the changes itself, on the composition deciders (turn-edits.ts).
       const ran = toolbox.plan(

@@ -48,6 +48,7 @@ export async function startTurnEdits(deps: TurnEditsDeps, model: ProjectModel): 
     held.set(c.composition_id, { state, revision, before: revision, appends: [] });
   }
   const loaded = await deps.on.projects.load(model.project_id);
+  await holdDeleted(deps, loaded.state, held);
   let project: ProjectHeld = { ...loaded, appends: [] };
   let current = model;
   const write = { newId: deps.newId, metadata: deps.metadata };
@@ -105,6 +106,19 @@ export async function startTurnEdits(deps: TurnEditsDeps, model: ProjectModel): 
         .filter(([, h]) => h.appends.length > 0)
         .map(([composition_id, h]) => ({ composition_id, before: h.before, after: h.revision! })),
   };
+}
+
+/**
+ * The project's deleted compositions, which the model leaves out but a revert brings back (undo of
+ * a turn that deleted one). The project still lists them: deletion is the composition's own event.
+ */
+async function holdDeleted(deps: TurnEditsDeps, project: ProjectState, held: Map<string, Held>): Promise<void> {
+  if (!project.exists) return;
+  for (const { composition_id } of project.compositions) {
+    if (held.has(composition_id)) continue;
+    const { state, revision } = await deps.on.compositions.load(composition_id);
+    if (state.exists && state.deleted) held.set(composition_id, { state, revision, before: revision, appends: [] });
+  }
 }
 
 /**

@@ -4,9 +4,8 @@ import { compositionDuration } from '../../edl';
 
 /**
  * Undo: every composition the conversation's last turn changed goes back to its revision before
- * that turn (a `revert`, appended like any edit, so undo is itself undoable); one the turn
- * created is deleted. A composition the last turn deleted cannot come back this way (a deleted
- * stream takes no edits), and undo says so.
+ * that turn (a `revert`, appended like any edit, so undo is itself undoable), one it deleted
+ * included; one the turn created is deleted.
  */
 export const undoLastTurn: AgentTool = {
   schema: {
@@ -21,7 +20,11 @@ export const undoLastTurn: AgentTool = {
     for (const touched of ctx.lastTurn) {
       const now = model.compositions.find((c) => c.composition_id === touched.composition_id);
       if (!now) {
-        if (touched.before) said.push(`a composition it deleted cannot be restored`);
+        // Deleted by that turn (or since): a revert of a deleted composition brings it back.
+        if (touched.before && touched.revision_before !== null) {
+          changes.push({ composition_id: touched.composition_id, edit: { kind: 'revert', to_revision: touched.revision_before } });
+          said.push(`restored ${touched.before.name} (${clock(compositionDuration(touched.before.clips))})`);
+        }
         continue;
       }
       if (touched.revision_before === null) {
