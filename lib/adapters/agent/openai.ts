@@ -1,14 +1,12 @@
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError } from '../../domain/errors';
 import type { AgentModel, ModelStep, ToolCall, ToolSchema, TurnMessage } from '../../ports/agent-model';
+import { postOnce, TryAgain, withRetries, type UpstreamSettings } from '../http/upstream';
 
 /**
  * The `openai` AgentModel: chat completions with tool calling at any OpenAI-compatible
  * `/chat/completions` endpoint (AGENT_LLM_URL, AGENT_LLM_API_KEY). Talks HTTP as the
- * transcriber's openai adapter does: `node:http` with no pooled connection, a connect timeout and
- * one deadline per request. Transient answers (429, 408, 5xx, connection failures, timeouts) are
+ * transcriber's openai adapter does (lib/adapters/http/upstream.ts): `node:http` with no pooled
+ * connection, a connect timeout and one deadline per request. Transient answers (429, 408, 5xx, connection failures, timeouts) are
  * retried with exponential back-off (a server's Retry-After wins, within bounds); an answer whose
  * tool call is malformed (a missing name, arguments that are not a JSON object) is asked again
  * the same way, as a model may well answer properly the next time. After the last attempt the
@@ -41,57 +39,36 @@ export interface OpenAiModelOptions {
 
 export function createOpenAiAgentModel(options: OpenAiModelOptions): AgentModel {
   const url = new URL(`${options.url.replace(/\/+$/, '')}/chat/completions`);
-  const attempts = options.attempts ?? 4;
-  const settings: PostSettings = {
+  const policy = {
+    attempts: options.attempts ?? 4,
+    retryBaseMs: options.retryBaseMs ?? 500,
+    maxRetryDelayMs: options.maxRetryDelayMs ?? 30_000,
+  };
+  const settings: UpstreamSettings = {
+    server: 'the agent model server',
     headers: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {},
     connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
     requestTimeoutMs: options.requestTimeoutMs ?? 120_000,
+    retryDeadline: true,
     maxResponseBytes: options.maxResponseBytes ?? 4 * 1024 * 1024,
   };
   return {
     id: options.id,
     async next({ messages, tools, signal }) {
-      const body = JSON.stringify(requestBody(options.upstream, messages, tools));
-      for (let attempt = 1; ; attempt++) {
-        let failure: string;
-        let malformed = false;
-        let retryAfterMs: number | undefined;
-        try {
-          const answer = await postJson(url, body, settings, signal);
-          if (answer.status >= 200 && answer.status <= 299) return parseStep(answer.body);
-          failure = `HTTP ${answer.status}${serverMessage(answer.body)}`;
-          if (!isTransientStatus(answer.status)) {
-            throw new AppError('unavailable', `the agent model server refused the request: ${failure}`, { retriable: false });
-          }
-          retryAfterMs = parseRetryAfter(answer.retryAfter);
-        } catch (err) {
-          if (!(err instanceof TryAgain)) throw err;
-          failure = err.message;
-          malformed = err.malformed;
-        }
-        if (attempt >= attempts) {
-          // A server that kept answering unusably will not do better on the job's next attempt; one that failed may.
-          throw new AppError('unavailable', `the agent model server failed ${attempt} times; last: ${failure}`, { retriable: !malformed });
-        }
-        const backoff = (options.retryBaseMs ?? 500) * 2 ** (attempt - 1) * (0.75 + Math.random() / 2);
-        await sleep(Math.min(retryAfterMs ?? backoff, options.maxRetryDelayMs ?? 30_000), undefined, { signal });
-      }
+      const body = { contentType: 'application/json', bytes: Buffer.from(JSON.stringify(requestBody(options.upstream, messages, tools))) };
+      return withRetries(policy, signal, () => postOnce(url, body, settings, signal), {
+        accept: (answer) => parseStep(answer.body),
+        refused: (_status, failure) =>
+          new AppError('unavailable', `the agent model server refused the request: ${failure}`, { retriable: false }),
+        // A server that kept answering unusably will not do better on the job's next attempt; one that failed may.
+        exhausted: (attempts, failure, malformed) =>
+          new AppError('unavailable', `the agent model server failed ${attempts} times; last: ${failure}`, { retriable: !malformed }),
+      });
     },
   };
 }
 
-/** A failure worth another attempt of this step; it never leaves the retry loop. `malformed`: the server answered, but not usably. */
-class TryAgain extends Error {
-  constructor(
-    message: string,
-    readonly malformed = false,
-  ) {
-    super(message);
-  }
-}
 const Malformed = (message: string) => new TryAgain(message, true);
-
-const isTransientStatus = (status: number) => status >= 500 || status === 429 || status === 408;
 
 function requestBody(model: string, messages: readonly TurnMessage[], tools: readonly ToolSchema[]) {
   return {
@@ -151,107 +128,4 @@ function toolCall(raw: unknown, index: number): ToolCall {
     name,
     arguments: args as Record<string, unknown>,
   };
-}
-
-function serverMessage(body: Buffer): string {
-  try {
-    const message = (JSON.parse(body.toString('utf8')) as { error?: { message?: unknown } })?.error?.message;
-    return typeof message === 'string' ? `: ${message.slice(0, 300)}` : '';
-  } catch {
-    return '';
-  }
-}
-
-/** Retry-After is seconds or an HTTP date. */
-function parseRetryAfter(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const ms = /^\d+$/.test(value.trim()) ? Number(value) * 1000 : Date.parse(value) - Date.now();
-  return Number.isFinite(ms) ? Math.max(0, ms) : undefined;
-}
-
-// ---- one request -----------------------------------------------------------------------------
-
-interface PostSettings {
-  headers: Record<string, string>;
-  connectTimeoutMs: number;
-  requestTimeoutMs: number;
-  maxResponseBytes: number;
-}
-interface Answer {
-  status: number;
-  retryAfter?: string;
-  body: Buffer;
-}
-
-/** One JSON POST on its own connection; a connection failure, timeout or cut answer is a `TryAgain`. */
-function postJson(url: URL, body: string, settings: PostSettings, signal: AbortSignal): Promise<Answer> {
-  signal.throwIfAborted();
-  const payload = Buffer.from(body);
-  const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
-    method: 'POST',
-    agent: false,
-    headers: {
-      ...settings.headers,
-      accept: 'application/json',
-      'content-type': 'application/json',
-      'content-length': String(payload.length),
-      connection: 'close',
-    },
-  });
-  return new Promise<Answer>((resolve, reject) => {
-    let settled = false;
-    const finish = (err: Error | null, answer?: Answer) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(connectTimer);
-      clearTimeout(deadline);
-      signal.removeEventListener('abort', onAbort);
-      if (err) {
-        req.destroy();
-        reject(err);
-      } else resolve(answer!);
-    };
-    const onAbort = () => finish(signal.reason instanceof Error ? signal.reason : new Error('the agent step was aborted'));
-    const connectTimer = setTimeout(
-      () => finish(new TryAgain(`could not connect to the agent model server within ${settings.connectTimeoutMs / 1000} s`)),
-      settings.connectTimeoutMs,
-    );
-    const deadline = setTimeout(
-      () => finish(new TryAgain(`the agent model server did not answer within ${settings.requestTimeoutMs / 1000} s`)),
-      settings.requestTimeoutMs,
-    );
-    req.on('socket', (socket) => socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => clearTimeout(connectTimer)));
-    req.on('error', (err) =>
-      finish(new TryAgain(`the request to the agent model server failed (${(err as NodeJS.ErrnoException).code ?? 'network'})`)),
-    );
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      let received = 0;
-      res.on('data', (chunk: Buffer) => {
-        received += chunk.length;
-        if (received <= settings.maxResponseBytes) chunks.push(chunk);
-        else
-          finish(
-            new AppError('unavailable', `the agent model server answered with more than ${settings.maxResponseBytes} bytes`, {
-              retriable: false,
-            }),
-          );
-      });
-      res.on('error', () => undefined); // its 'close' without `complete` says it
-      res.on('end', () => {
-        const retryAfter = res.headers['retry-after'];
-        finish(null, {
-          status: res.statusCode ?? 0,
-          retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-          body: Buffer.concat(chunks),
-        });
-      });
-      res.on('close', () => {
-        if (!res.complete) finish(new TryAgain('the agent model server closed the connection before the end of its answer'));
-      });
-    });
-    signal.addEventListener('abort', onAbort, { once: true });
-    if (signal.aborted) onAbort();
-    else req.end(payload);
-  });
 }

@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { Readable } from 'node:stream';
 import { AppError } from '../../domain/errors';
 import type { Transcriber, Transcription, Word } from '../../ports/transcriber';
+import { postOnce, withRetries, type UpstreamBody, type UpstreamSettings } from '../http/upstream';
 import { createChunkedTranscriber, type ChunkingOptions, type ChunkRecognizer } from './chunked';
 
 export interface OpenAiTranscriberOptions {
@@ -42,13 +41,17 @@ export function createOpenAiTranscriber(options: OpenAiTranscriberOptions & Chun
 export function createOpenAiRecognizer(options: OpenAiTranscriberOptions): ChunkRecognizer {
   const url = new URL(`${options.url.replace(/\/+$/, '')}/audio/transcriptions`);
   const model = options.model ?? 'whisper-1';
-  const attempts = options.attempts ?? 4;
-  const retryBaseMs = options.retryBaseMs ?? 1000;
-  const maxRetryDelayMs = options.maxRetryDelayMs ?? 60_000;
-  const settings: PostSettings = {
+  const policy = {
+    attempts: options.attempts ?? 4,
+    retryBaseMs: options.retryBaseMs ?? 1000,
+    maxRetryDelayMs: options.maxRetryDelayMs ?? 60_000,
+  };
+  const settings: UpstreamSettings = {
+    server: 'the transcription server',
     headers: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {},
     connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
     requestTimeoutMs: options.requestTimeoutMs ?? 300_000,
+    retryDeadline: false,
     maxResponseBytes: options.maxResponseBytes ?? 16 * 1024 * 1024,
   };
 
@@ -61,33 +64,17 @@ export function createOpenAiRecognizer(options: OpenAiTranscriberOptions): Chunk
         ['timestamp_granularities[]', 'segment'],
         ...(language ? [['language', language] as [string, string]] : []),
       ];
-      for (let attempt = 1; ; attempt++) {
-        let failure: string;
-        let retryAfterMs: number | undefined;
-        try {
-          const answer = await postMultipart(url, fields, { name: 'file', path: wavPath, filename: 'chunk.wav' }, settings, signal);
-          if (answer.status >= 200 && answer.status <= 299) return parseAnswer(answer.body, language);
-          const message = serverMessage(answer.body);
-          failure = `HTTP ${answer.status}${message ? `: ${message}` : ''}`;
-          if (!isTransientStatus(answer.status)) throw refusal(answer.status, failure);
-          retryAfterMs = parseRetryAfter(answer.retryAfter);
-        } catch (err) {
-          if (!(err instanceof TransientFailure)) throw err;
-          failure = err.message;
-        }
-        if (attempt >= attempts) {
-          throw new AppError('unavailable', `the transcription server failed ${attempt} times; last: ${failure}`, {
-            retriable: false,
-          });
-        }
-        const backoff = retryBaseMs * 2 ** (attempt - 1) * (0.75 + Math.random() / 2);
-        await sleep(Math.min(retryAfterMs ?? backoff, maxRetryDelayMs), signal);
-      }
+      const send = async () =>
+        postOnce(url, await multipart(fields, { name: 'file', path: wavPath, filename: 'chunk.wav' }), settings, signal);
+      return withRetries(policy, signal, send, {
+        accept: (answer) => parseAnswer(answer.body, language),
+        refused: refusal,
+        exhausted: (attempts, failure) =>
+          new AppError('unavailable', `the transcription server failed ${attempts} times; last: ${failure}`, { retriable: false }),
+      });
     },
   };
 }
-
-const isTransientStatus = (status: number) => status >= 500 || status === 429 || status === 408;
 
 function refusal(status: number, failure: string): AppError {
   const message = `the transcription server refused the request: ${failure}`;
@@ -96,67 +83,8 @@ function refusal(status: number, failure: string): AppError {
   return new AppError(code, message, { retriable: false });
 }
 
-/** Retry-After is seconds or an HTTP date. */
-function parseRetryAfter(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const ms = /^\d+$/.test(value.trim()) ? Number(value) * 1000 : Date.parse(value) - Date.now();
-  return Number.isFinite(ms) ? Math.max(0, ms) : undefined;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason instanceof Error ? signal.reason : new DOMException('the transcription was aborted', 'AbortError'));
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-    if (signal.aborted) onAbort();
-  });
-}
-
-// ---- one request -----------------------------------------------------------------------------
-
-/**
- * A failure worth another attempt: the connection, not the audio. It never leaves the retry loop,
- * which tells it by its class rather than by `retriable`: an audio chunk that cannot be read is a
- * retriable `internal_error` too, but one for the job's next attempt, not for this loop.
- */
-class TransientFailure extends AppError {
-  constructor(message: string) {
-    super('unavailable', message, { retriable: true });
-  }
-}
-
-interface PostSettings {
-  headers: Record<string, string>;
-  connectTimeoutMs: number;
-  requestTimeoutMs: number;
-  maxResponseBytes: number;
-}
-interface Answer {
-  status: number;
-  retryAfter?: string;
-  body: Buffer;
-}
-
-/**
- * One multipart/form-data POST on `node:http`, the file streamed from disk with a Content-Length
- * (some servers refuse chunked uploads). Not undici/fetch: undici 7 turns a server closing right
- * after its answer into an uncaught exception (nodejs/undici#5360). Messages never name the
- * server's host: they reach API users as a file's error_message, and the host is the deployment's.
- */
-async function postMultipart(
-  url: URL,
-  fields: [string, string][],
-  file: { name: string; path: string; filename: string },
-  settings: PostSettings,
-  signal: AbortSignal,
-): Promise<Answer> {
-  signal.throwIfAborted();
+/** A multipart/form-data body of `fields` and the file streamed from disk, with its length. */
+async function multipart(fields: [string, string][], file: { name: string; path: string; filename: string }): Promise<UpstreamBody> {
   const boundary = `----media-project-${randomBytes(12).toString('hex')}`;
   const part = (disposition: string, extra = '') => `--${boundary}\r\nContent-Disposition: form-data; ${disposition}\r\n${extra}\r\n`;
   const head = Buffer.from(
@@ -165,114 +93,22 @@ async function postMultipart(
   );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const { size } = await stat(file.path);
-  const body = Readable.from(
+  const stream = Readable.from(
     (async function* () {
       yield head;
       yield* createReadStream(file.path);
       yield tail;
     })(),
   );
-  const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
-    method: 'POST',
-    // No agent: no pooled connection outlives the attempt, so a retry always gets a fresh one.
-    agent: false,
-    headers: {
-      ...settings.headers,
-      accept: 'application/json',
-      'content-type': `multipart/form-data; boundary=${boundary}`,
-      'content-length': String(head.length + size + tail.length),
-      connection: 'close',
-    },
-  });
-
-  return new Promise<Answer>((resolve, reject) => {
-    let settled = false;
-    const finish = (err: Error | null, answer?: Answer) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(connectTimer);
-      clearTimeout(deadline);
-      signal.removeEventListener('abort', onAbort);
-      if (err) {
-        req.destroy();
-        body.destroy();
-        reject(err);
-      } else resolve(answer!);
-    };
-    const onAbort = () =>
-      finish(signal.reason instanceof Error ? signal.reason : new DOMException('the transcription was aborted', 'AbortError'));
-    const connectTimer = setTimeout(
-      () => finish(new TransientFailure(`could not connect to the transcription server within ${settings.connectTimeoutMs / 1000} s`)),
-      settings.connectTimeoutMs,
-    );
-    const deadline = setTimeout(
-      () =>
-        finish(
-          new AppError('unavailable', `the transcription server did not answer within ${settings.requestTimeoutMs / 1000} s`, {
-            retriable: false,
-          }),
-        ),
-      settings.requestTimeoutMs,
-    );
-    req.on('socket', (socket) => socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => clearTimeout(connectTimer)));
-    // Permanent: an 'error' with no listener would be an uncaught exception.
-    req.on('error', (err) => finish(networkFailure(err)));
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      let received = 0;
-      res.on('data', (chunk: Buffer) => {
-        received += chunk.length;
-        if (received <= settings.maxResponseBytes) chunks.push(chunk);
-        else
-          finish(
-            new AppError('unavailable', `the transcription server answered with more than ${settings.maxResponseBytes} bytes`, {
-              retriable: false,
-            }),
-          );
-      });
-      res.on('error', () => undefined); // its 'close' without `complete` says it
-      res.on('end', () =>
-        finish(null, { status: res.statusCode ?? 0, retryAfter: header(res.headers['retry-after']), body: Buffer.concat(chunks) }),
-      );
-      res.on('close', () => {
-        if (!res.complete) finish(new TransientFailure('the transcription server closed the connection before the end of its answer'));
-      });
-    });
-    body.on('error', (err) => finish(new AppError('internal_error', `cannot read the audio chunk: ${err.message}`)));
-    signal.addEventListener('abort', onAbort, { once: true });
-    if (signal.aborted) onAbort();
-    else body.pipe(req);
-  });
-}
-
-const header = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
-const TLS_FAILURE = /^EPROTO$|^ERR_(SSL|TLS)_|CERT|SIGNATURE|ISSUER/;
-
-/** Connection failures are transient, except TLS ones: a bad certificate stays bad. */
-function networkFailure(err: Error): Error {
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code && TLS_FAILURE.test(code)) {
-    return new AppError('unavailable', `the TLS handshake with the transcription server failed (${code})`, { retriable: false });
-  }
-  if (code === 'ECONNREFUSED') return new TransientFailure('could not connect to the transcription server: connection refused');
-  if (code === 'ECONNRESET') return new TransientFailure('the transcription server closed or reset the connection without answering');
-  return new TransientFailure(`the request to the transcription server failed${code ? ` (${code})` : ''}`);
+  return {
+    contentType: `multipart/form-data; boundary=${boundary}`,
+    stream,
+    length: head.length + size + tail.length,
+    readFailure: (err) => new AppError('internal_error', `cannot read the audio chunk: ${err.message}`),
+  };
 }
 
 // ---- the answer ------------------------------------------------------------------------------
-
-/** OpenAI's error body is `{error: {message}}`; other servers send `{detail}`, `{message}` or text. */
-function serverMessage(body: Buffer): string {
-  const text = body.toString('utf8').trim();
-  try {
-    const json = JSON.parse(text) as { error?: { message?: unknown } | string; detail?: unknown; message?: unknown };
-    const candidate = typeof json.error === 'object' ? json.error?.message : (json.error ?? json.detail ?? json.message);
-    if (typeof candidate === 'string') return candidate.slice(0, 300);
-  } catch {
-    // not JSON: the text itself, if short
-  }
-  return text.slice(0, 300);
-}
 
 interface VerboseJson {
   text?: unknown;
