@@ -5,12 +5,10 @@
  * runs the tools and calls `next` again with their results, at most a bounded number of steps.
  */
 
-/** A tool as the model sees it: its name, what it does, and its arguments as a JSON Schema object. */
-export type ToolSchema = {
-  readonly name: string;
-  readonly description: string;
-  readonly parameters: { readonly type: 'object'; readonly [keyword: string]: unknown };
-};
+import type { ToolSchema } from '../domain/agent/tools/tool';
+
+/** The tools' schemas are the domain's (lib/domain/agent/tools); the port hands them to a model. */
+export type { ToolSchema };
 
 export type ToolCall = { readonly id: string; readonly name: string; readonly arguments: Readonly<Record<string, unknown>> };
 

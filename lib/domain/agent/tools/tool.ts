@@ -1,6 +1,5 @@
 import { compositionDuration, compositionTranscript, ms, type Word } from '../../edl';
 import { rangesWithin, totalSeconds } from '../timeline';
-import type { ToolSchema } from '../../../ports/agent-model';
 import type { CompositionSnapshot } from '../apply';
 import type { ModelComposition, ProjectModel, TimeRange, ToolOutcome } from '../edits';
 
@@ -29,6 +28,13 @@ export type ToolContext = {
   readonly silences: ReadonlyMap<string, readonly TimeRange[]>;
   /** The compositions the conversation's last turn changed; null when there is no turn to undo. */
   readonly lastTurn: readonly TurnTouch[] | null;
+};
+
+/** A tool as the model sees it: its name, what it does, and its arguments as a JSON Schema object. */
+export type ToolSchema = {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: { readonly type: 'object'; readonly [keyword: string]: unknown };
 };
 
 export type AgentTool = {
