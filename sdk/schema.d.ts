@@ -737,7 +737,8 @@ export type components = {
             /** @description From the media's display path (its reference) to its type and, once probed, duration in seconds. */
             media_files: {
                 [key: string]: {
-                    type: string;
+                    /** @enum {unknown} */
+                    type: "audio" | "video" | "image" | "sequence" | "other";
                     duration?: number;
                 };
             };
@@ -746,30 +747,33 @@ export type components = {
                 id: string;
                 name: string;
                 duration: number;
-                media_type: string;
+                /** @enum {unknown} */
+                media_type: "audio" | "video";
             }[];
             publishes: {
                 /** Format: uri */
-                share_url?: string;
+                share_url: string;
                 /** Format: uuid */
-                composition_id?: string;
-                access_level?: string;
-                media_type?: string;
+                composition_id: string;
+                /** @enum {unknown} */
+                access_level: "public" | "unlisted" | "drive" | "private";
+                /** @enum {unknown} */
+                media_type: "Video" | "Audio";
                 /**
                  * Format: date-time
                  * @description When the first render was ready; null while the first publish is still processing (or failed)
                  */
-                published_at?: string | null;
+                published_at: string | null;
                 /** Format: date-time */
                 updated_at?: string;
                 name?: string;
                 /** @description Extension: the share URL's last segment (GET /published_projects/{slug}) */
-                slug?: string;
+                slug: string;
                 /**
                  * @description Extension: whether the share URL serves a render yet
                  * @enum {unknown}
                  */
-                state?: "processing" | "published" | "failed";
+                state: "processing" | "published" | "failed";
             }[];
         };
         /** GET /projects response */
@@ -858,6 +862,20 @@ export type components = {
                 path?: string;
                 /** Format: date-time */
                 updated_at?: string;
+                /**
+                 * Format: uuid
+                 * @description the media file's asset (media results)
+                 */
+                asset_id?: string;
+                /**
+                 * @description where the media file is (media results)
+                 * @constant
+                 */
+                location?: "project";
+                /** @description seconds (media and composition results, once known) */
+                duration?: number;
+                /** @description the matched transcript passage, the match in <mark> (media results matched by their words) */
+                snippet?: string;
             }[];
         };
         /** GET /status response */
@@ -889,9 +907,22 @@ export type components = {
             /** Format: uuid */
             composition_id: string;
             revision: number;
+            /** @description seconds */
             duration: number;
             text: string;
-            words: Record<string, never>[];
+            /** @description The composition's words in composition time, cut words left out; `id` is what an edit by text names */
+            words: {
+                /** @description w<index>, in order */
+                id: string;
+                text: string;
+                /** @description seconds of the composition */
+                start: number;
+                /** @description seconds of the composition */
+                end: number;
+                /** @description the track's media reference in a multitrack sequence, the transcriber's speaker, or null */
+                speaker: string | null;
+                confidence: number;
+            }[];
         };
         /** PUT {upload_url} response (200): the upload is complete */
         "upload-response": {
