@@ -1,6 +1,6 @@
 import { AppError } from '../../domain/errors';
 import type { AgentModel, ModelStep, ToolCall, ToolSchema, TurnMessage } from '../../ports/agent-model';
-import { postOnce, TryAgain, withRetries, type UpstreamSettings } from '../http/upstream';
+import { postOnce, TryAgain, upstreamOf, withRetries, type UpstreamOptions } from '../http/upstream';
 
 /**
  * The `openai` AgentModel: chat completions with tool calling at any OpenAI-compatible
@@ -15,43 +15,25 @@ import { postOnce, TryAgain, withRetries, type UpstreamSettings } from '../http/
  * reach API users as a job's error_message, and the host is the deployment's.
  */
 
-export interface OpenAiModelOptions {
-  /** Base URL, e.g. `https://api.openai.com/v1`; `/chat/completions` is appended. */
-  url: string;
-  apiKey?: string;
+/** Defaults: 4 attempts, back-off from 500 ms up to 30 s, connect 10 s, a request 120 s (retried), answers up to 4 MiB. */
+export interface OpenAiModelOptions extends UpstreamOptions {
   /** The catalog id the model answers to. */
   id: string;
   /** The model name sent upstream. */
   upstream: string;
-  /** Attempts per step, the first included; default 4. */
-  attempts?: number;
-  /** First back-off; doubles per attempt (jittered). Default 500. */
-  retryBaseMs?: number;
-  /** Longest wait between attempts, also for Retry-After; default 30 000. */
-  maxRetryDelayMs?: number;
-  /** Default 10 000. */
-  connectTimeoutMs?: number;
-  /** Deadline of one request, connect to last byte; default 120 000. */
-  requestTimeoutMs?: number;
-  /** Default 4 MiB. */
-  maxResponseBytes?: number;
 }
 
 export function createOpenAiAgentModel(options: OpenAiModelOptions): AgentModel {
-  const url = new URL(`${options.url.replace(/\/+$/, '')}/chat/completions`);
-  const policy = {
-    attempts: options.attempts ?? 4,
-    retryBaseMs: options.retryBaseMs ?? 500,
-    maxRetryDelayMs: options.maxRetryDelayMs ?? 30_000,
-  };
-  const settings: UpstreamSettings = {
+  const { url, policy, settings } = upstreamOf(options, '/chat/completions', {
     server: 'the agent model server',
-    headers: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {},
-    connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
-    requestTimeoutMs: options.requestTimeoutMs ?? 120_000,
+    attempts: 4,
+    retryBaseMs: 500,
+    maxRetryDelayMs: 30_000,
+    connectTimeoutMs: 10_000,
+    requestTimeoutMs: 120_000,
     retryDeadline: true,
-    maxResponseBytes: options.maxResponseBytes ?? 4 * 1024 * 1024,
-  };
+    maxResponseBytes: 4 * 1024 * 1024,
+  });
   return {
     id: options.id,
     async next({ messages, tools, signal }) {

@@ -15,6 +15,40 @@ import { AppError } from '../../domain/errors';
  * error_message, and the host is the deployment's.
  */
 
+/** What a deployment configures of such a server; each adapter documents its own defaults. */
+export interface UpstreamOptions {
+  /** Base URL, e.g. `https://api.openai.com/v1`; the adapter appends its endpoint's path. */
+  url: string;
+  apiKey?: string;
+  /** Attempts per request, the first included. */
+  attempts?: number;
+  /** First back-off; it doubles per attempt (with jitter). */
+  retryBaseMs?: number;
+  /** Longest wait between attempts, also for a server's Retry-After. */
+  maxRetryDelayMs?: number;
+  connectTimeoutMs?: number;
+  /** Deadline of one request, connect to last byte. */
+  requestTimeoutMs?: number;
+  maxResponseBytes?: number;
+}
+
+type UpstreamDefaults = Required<Omit<UpstreamOptions, 'url' | 'apiKey'>> & Pick<UpstreamSettings, 'server' | 'retryDeadline'>;
+
+/** The endpoint `path` of the configured server, with the retry policy and request settings the options and defaults make. */
+export function upstreamOf(options: UpstreamOptions, path: string, defaults: UpstreamDefaults) {
+  const given = <K extends keyof UpstreamDefaults>(key: K) => (options as Partial<UpstreamDefaults>)[key] ?? defaults[key];
+  const policy: RetryPolicy = { attempts: given('attempts'), retryBaseMs: given('retryBaseMs'), maxRetryDelayMs: given('maxRetryDelayMs') };
+  const settings: UpstreamSettings = {
+    server: defaults.server,
+    headers: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {},
+    connectTimeoutMs: given('connectTimeoutMs'),
+    requestTimeoutMs: given('requestTimeoutMs'),
+    retryDeadline: defaults.retryDeadline,
+    maxResponseBytes: given('maxResponseBytes'),
+  };
+  return { url: new URL(`${options.url.replace(/\/+$/, '')}${path}`), policy, settings };
+}
+
 export type UpstreamSettings = {
   /** What the server is, in messages: "the agent model server". */
   readonly server: string;

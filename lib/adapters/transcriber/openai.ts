@@ -4,27 +4,16 @@ import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { AppError } from '../../domain/errors';
 import type { Transcriber, Transcription, Word } from '../../ports/transcriber';
-import { postOnce, withRetries, type UpstreamBody, type UpstreamSettings } from '../http/upstream';
+import { postOnce, upstreamOf, withRetries, type UpstreamBody, type UpstreamOptions } from '../http/upstream';
 import { createChunkedTranscriber, type ChunkingOptions, type ChunkRecognizer } from './chunked';
 
-export interface OpenAiTranscriberOptions {
-  /** Base URL of an OpenAI-compatible API, e.g. `https://api.openai.com/v1`; `/audio/transcriptions` is appended. */
-  url: string;
-  apiKey?: string;
+/**
+ * Defaults: 4 attempts, back-off from 1 s up to 60 s, connect 10 s, a chunk's request 300 s (not
+ * retried: a slow server stays slow), answers up to 16 MiB.
+ */
+export interface OpenAiTranscriberOptions extends UpstreamOptions {
   /** Default `whisper-1`. */
   model?: string;
-  /** Attempts per chunk, the first included; default 4. */
-  attempts?: number;
-  /** First backoff; it doubles per attempt (with jitter). Default 1000. */
-  retryBaseMs?: number;
-  /** Longest wait between attempts, also for a server's Retry-After; default 60 000. */
-  maxRetryDelayMs?: number;
-  /** Default 10 000. */
-  connectTimeoutMs?: number;
-  /** Deadline for one chunk's request, upload to last response byte; default 300 000. Not retried: a slow server stays slow. */
-  requestTimeoutMs?: number;
-  /** Default 16 MiB. */
-  maxResponseBytes?: number;
 }
 
 /** The openai Transcriber: chunks of the file to any OpenAI-compatible `/audio/transcriptions` endpoint. */
@@ -39,21 +28,17 @@ export function createOpenAiTranscriber(options: OpenAiTranscriberOptions & Chun
  * status and message: a transcription failure fails its file, not the job.
  */
 export function createOpenAiRecognizer(options: OpenAiTranscriberOptions): ChunkRecognizer {
-  const url = new URL(`${options.url.replace(/\/+$/, '')}/audio/transcriptions`);
   const model = options.model ?? 'whisper-1';
-  const policy = {
-    attempts: options.attempts ?? 4,
-    retryBaseMs: options.retryBaseMs ?? 1000,
-    maxRetryDelayMs: options.maxRetryDelayMs ?? 60_000,
-  };
-  const settings: UpstreamSettings = {
+  const { url, policy, settings } = upstreamOf(options, '/audio/transcriptions', {
     server: 'the transcription server',
-    headers: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {},
-    connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
-    requestTimeoutMs: options.requestTimeoutMs ?? 300_000,
+    attempts: 4,
+    retryBaseMs: 1000,
+    maxRetryDelayMs: 60_000,
+    connectTimeoutMs: 10_000,
+    requestTimeoutMs: 300_000,
     retryDeadline: false,
-    maxResponseBytes: options.maxResponseBytes ?? 16 * 1024 * 1024,
-  };
+    maxResponseBytes: 16 * 1024 * 1024,
+  });
 
   return {
     async transcribeChunk(wavPath, { language, signal }) {
