@@ -3,6 +3,7 @@ import { ms, type Word } from '../../lib/domain/edl';
 import { CUE_RULES, cues, linesOf } from '../../lib/domain/transcript/cues';
 import { clockTime, DEFAULT_TRANSCRIPT_OPTIONS, subripTime, transcriptBlocks } from '../../lib/domain/transcript/document';
 import { renderHtml, renderMarkdown, renderRtf, renderSrt, renderTxt, renderVtt } from '../../lib/domain/transcript/formats';
+import { referenceCues } from '../fixtures/reference-cues';
 
 /** Issue 22: the transcript module (lib/domain/transcript): cues, blocks and the text formats, pure. */
 
@@ -100,6 +101,34 @@ describe('transcript: caption cues', () => {
         [3, 4, 'Yes.'],
       ],
     );
+  });
+
+  it('makes the cues of the plain version (test/fixtures/reference-cues.ts) on 300 random transcripts', () => {
+    // Words of 1 to 60 characters (some longer than a line), punctuation, blank words, pauses,
+    // words longer than a cue, three speakers with long names and none: each label mode.
+    let seed = 22;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)];
+    const speakers = [null, 'Ana', 'Benedict Cumberbatch-Oyelaran.wav'];
+    let compared = 0;
+    for (let n = 0; n < 300; n++) {
+      const words: Word[] = [];
+      let t = 0;
+      let speaker = pick(speakers);
+      for (let i = Math.floor(random() * 400); i > 0; i--) {
+        if (random() < 0.05) speaker = pick(speakers);
+        const length = random() < 0.03 ? 43 + Math.floor(random() * 18) : 1 + Math.floor(random() * 12);
+        const text = random() < 0.02 ? ' ' : 'x'.repeat(length) + (random() < 0.3 ? pick(['.', ',', '?', '…', '”', '-']) : '');
+        const duration = random() < 0.01 ? 8 : 0.1 + random() * 0.5;
+        words.push(word(text, ms(t), ms(t + duration), speaker));
+        t += duration + (random() < 0.05 ? 1 + random() * 3 : random() * 0.2);
+      }
+      const labels = pick(['off', 'changes', 'every_paragraph'] as const);
+      const made = cues(words, { labels });
+      assert.deepEqual(made, referenceCues(words, { labels }), `transcript ${n} (${words.length} words, labels ${labels})`);
+      compared += made.length;
+    }
+    assert.ok(compared > 10_000, `only ${compared} cues compared`);
   });
 
   it('splits two lines where both fit, preferring after punctuation', () => {

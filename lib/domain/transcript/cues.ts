@@ -47,14 +47,46 @@ type Token = {
 
 /** Cues that obey the text and length rules; times are the words' own. */
 function* rawCues(words: Iterable<Word>, options: CueOptions): Generator<Cue> {
-  const textsOf = textsWithLabel(options.labels ?? 'off');
-  const fits = (tokens: readonly Token[]): boolean =>
-    tokens[tokens.length - 1].end - tokens[0].start <= CUE_RULES.maxSeconds && linesOf(textsOf(tokens)) !== null;
+  const labels = options.labels ?? 'off';
+  const fits = fitsCue(labels);
+  const textsOf = textsWithLabel(labels);
   for (const group of withoutShortGroups(tokenGroups(words, fits), fits)) yield cueOfTexts(group, textsOf(group));
 }
 
+/** Whether the tokens, and `next` after them when given, make one cue. */
+type Fits = (tokens: readonly Token[], next?: Token) => boolean;
+
+/**
+ * `fits` of the rules without building the cue: it runs for every word, on the group so far, so
+ * it adds up lengths where `linesOf` would join texts (an hour of words copied into arrays and
+ * strings per word was most of an SRT export's time). Same answer as `linesOf(...) !== null`.
+ * No closures inside: one made per call costs more than the sums (more still under tsx).
+ */
+function fitsCue(labels: SpeakerLabels): Fits {
+  return (tokens, next) => {
+    const first = tokens[0];
+    if ((next ?? tokens[tokens.length - 1]).end - first.start > CUE_RULES.maxSeconds) return false;
+    const label = labelled(first, labels) ? first.speaker!.length + 2 : 0;
+    const count = tokens.length + (next ? 1 : 0);
+    let total = label + count - 1 + (next ? next.text.length : 0);
+    for (const t of tokens) total += t.text.length;
+    const max = CUE_RULES.lineChars;
+    if (total <= max || count === 1) return true;
+    if (total > max * 2 + 1) return false;
+    // Two lines: the longest first line that fits leaves the shortest second one.
+    let line = label + first.text.length;
+    if (line > max) return false;
+    for (let i = 1; i < count; i++) {
+      const length = i < tokens.length ? tokens[i].text.length : next!.text.length;
+      if (line + 1 + length > max) break;
+      line += 1 + length;
+    }
+    return total - line - 1 <= max;
+  };
+}
+
 /** Groups words into cues that obey the text and length rules; times are the words' own. */
-function* tokenGroups(words: Iterable<Word>, fits: (tokens: readonly Token[]) => boolean): Generator<Token[]> {
+function* tokenGroups(words: Iterable<Word>, fits: Fits): Generator<Token[]> {
   let group: Token[] = [];
   let lastSpeaker: string | null | undefined = undefined;
   for (const word of words) {
@@ -67,11 +99,11 @@ function* tokenGroups(words: Iterable<Word>, fits: (tokens: readonly Token[]) =>
       yield group;
       group = [];
     }
-    if (group.length && !fits([...group, token])) {
+    if (group.length && !fits(group, token)) {
       const cut = breakPoint(group);
       yield group.slice(0, cut);
       group = group.slice(cut);
-      if (group.length && !fits([...group, token])) {
+      if (group.length && !fits(group, token)) {
         yield group;
         group = [];
       }
@@ -90,7 +122,7 @@ function* tokenGroups(words: Iterable<Word>, fits: (tokens: readonly Token[]) =>
  * ended a cue, just before the other speaker starts) joins the group before or after it, when
  * one of them is the same speaker's, close enough and the two still fit.
  */
-function* withoutShortGroups(groups: Iterable<Token[]>, fits: (tokens: readonly Token[]) => boolean): Generator<Token[]> {
+function* withoutShortGroups(groups: Iterable<Token[]>, fits: Fits): Generator<Token[]> {
   const joinable = (a: Token[], b: Token[]) =>
     a[0].speaker === b[0].speaker && b[0].start - a[a.length - 1].end < CUE_RULES.pauseSeconds && fits([...a, ...b]);
   let previous: Token[] | null = null;
@@ -112,11 +144,13 @@ const textsWithLabel =
   (labels: SpeakerLabels) =>
   (tokens: readonly Token[]): string[] => {
     const texts = tokens.map((t) => t.text);
-    const first = tokens[0];
-    const labelled = first.speaker !== null && (labels === 'every_paragraph' || (labels === 'changes' && first.turn));
-    if (labelled) texts[0] = `${first.speaker}: ${texts[0]}`;
+    if (labelled(tokens[0], labels)) texts[0] = `${tokens[0].speaker}: ${texts[0]}`;
     return texts;
   };
+
+/** Whether a cue starting with `first` starts with its speaker's name. */
+const labelled = (first: Token, labels: SpeakerLabels): boolean =>
+  first.speaker !== null && (labels === 'every_paragraph' || (labels === 'changes' && first.turn));
 
 /**
  * Where a full group is cut: after its last punctuated word in the second half, so the next cue

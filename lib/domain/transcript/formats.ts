@@ -109,7 +109,7 @@ const signed16 = (unit: number) => (unit > 0x7fff ? unit - 0x10000 : unit);
 export function* renderSrt(words: Iterable<Word>, labels: SpeakerLabels, offsetSeconds = 0): Generator<string> {
   let n = 0;
   for (const cue of eachCue(words, { labels })) {
-    const [start, end] = [cue.start + offsetSeconds, cue.end + offsetSeconds].map((t) => subripTime(Math.max(0, t)));
+    const [start, end] = [subripTime(cue.start + offsetSeconds), subripTime(cue.end + offsetSeconds)];
     // A blank line ends a cue: a line of the cue's own never is one (lines are words joined by spaces).
     yield `${++n}\n${start} --> ${end}\n${cue.lines.map(oneLine).join('\n')}\n\n`;
   }
