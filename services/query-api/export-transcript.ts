@@ -70,11 +70,12 @@ export function mountExportTranscript(
     ctx.type = format.type;
     ctx.set('X-Composition-Id', composition.id);
     ctx.set('Cache-Control', 'private, no-store');
-    ctx.body = rendered(request, composition, words);
+    ctx.body = await rendered(request, composition, words);
   });
 }
 
-function rendered(request: ExportTranscriptRequest, composition: CompositionView, words: readonly Word[]): Readable {
+/** The text formats stream as they are rendered; a Word document (a zip) is whole before it goes. */
+function rendered(request: ExportTranscriptRequest, composition: CompositionView, words: readonly Word[]): Readable | Promise<Buffer> {
   const options = optionsOf(request);
   if (request.format === 'srt') return streamed(renderSrt(words, options.speakerLabels, options.timecodes?.offsetSeconds ?? 0));
   const source: TranscriptSource = { title: composition.name, blocks: transcriptBlocks(words, composition.markers, options) };
