@@ -61,17 +61,18 @@ export function* transcriptBlocks(words: Iterable<Word>, markers: readonly Marke
     const stamped = !!tc && (tc.onParagraphs || (tc.onSpeakers && speakerChanged));
     if (stamped) nextTick = advance(nextTick, p.start, tc.frequencySeconds);
     const spans: Span[] = [];
-    let text: string[] = [];
-    for (const w of p.words) {
+    let text = '';
+    for (let i = 0; i < p.words.length; i++) {
+      const w = p.words[i];
       if (w.start >= nextTick) {
-        if (text.length) spans.push({ text: text.join(' ') });
-        text = [];
+        if (text) spans.push({ text });
+        text = '';
         spans.push({ timecode: at(w.start) });
         nextTick = advance(nextTick, w.start, tc!.frequencySeconds);
       }
-      text.push(w.text.trim());
+      text += text ? ` ${w.text.trim()}` : w.text.trim();
     }
-    if (text.length) spans.push({ text: text.join(' ') });
+    if (text) spans.push({ text });
     yield {
       kind: 'paragraph',
       timecode: stamped ? at(p.start) : null,
@@ -104,14 +105,15 @@ function labelOf(mode: SpeakerLabels, speaker: string | null, changed: boolean):
 /** `HH:MM:SS`, the timecode the text formats show. */
 export function clockTime(seconds: number): string {
   const s = Math.floor(Math.max(0, seconds) + 1e-6);
-  const pad = (n: number) => String(n).padStart(2, '0');
   return `${pad(Math.floor(s / 3600))}:${pad(Math.floor(s / 60) % 60)}:${pad(s % 60)}`;
 }
 
 /** `HH:MM:SS,mmm`, SubRip's. */
 export function subripTime(seconds: number): string {
   const total = Math.round(Math.max(0, seconds) * 1000);
-  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
   const h = Math.floor(total / 3_600_000);
   return `${pad(h)}:${pad(Math.floor(total / 60_000) % 60)}:${pad(Math.floor(total / 1000) % 60)},${pad(total % 1000, 3)}`;
 }
+
+/** At module level: the timecodes run once a cue or paragraph, and a closure made per call costs more than they do. */
+const pad = (n: number, width = 2) => String(n).padStart(width, '0');
