@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import mammoth from 'mammoth';
-import { renderDocx } from '../../lib/adapters/docx/transcript';
+import { docxRenderer } from '../../lib/adapters/docx/transcript';
 import type { Block } from '../../lib/domain/transcript/document';
 
 /**
@@ -14,6 +14,7 @@ import type { Block } from '../../lib/domain/transcript/document';
  * and free of what XML 1.0 forbids, the styles and run properties Word shows, and mammoth's reading.
  */
 
+const NOW = new Date('2026-11-26T21:00:00.000Z');
 const TITLE = 'Ep. 1 <live> & "more"\u0007 😀 \ud800';
 const blocks: Block[] = [
   { kind: 'marker', timecode: 0, label: 'Intro & <setup>' },
@@ -30,7 +31,7 @@ const blocks: Block[] = [
 describe('docx transcript: the Word document', () => {
   let bytes: Buffer;
   before(async () => {
-    bytes = await renderDocx({ title: TITLE, blocks });
+    bytes = await docxRenderer({ now: () => NOW })({ title: TITLE, blocks });
   });
 
   it('is a zip that mammoth reads: the title, markers as headings, speakers in bold, every text escaped', async () => {
@@ -75,12 +76,32 @@ describe('docx transcript: the Word document', () => {
     ]);
     assert.ok(body['w:sectPr'], 'the section properties (page size and margins) end the body');
   });
+
+  it("is the library's package around it: its styles, an archive unzip -t passes, this title and time in the core properties", function () {
+    const styles = documentXml(bytes, 'word/styles.xml');
+    if (styles === null) return this.skip();
+    for (const id of ['Title', 'Heading2']) assert.ok(styles.includes(`w:styleId="${id}"`), `the ${id} style`);
+    execFileSync('unzip', ['-tq', tempFile('t.docx', bytes)]);
+    const core = documentXml(bytes, 'docProps/core.xml')!;
+    assert.equal(XMLValidator.validate(core), true);
+    const props = new XMLParser({ trimValues: false }).parse(core)['cp:coreProperties'];
+    assert.equal(props['dc:title'], 'Ep. 1 <live> & "more"  😀 \ufffd');
+    assert.equal(props['dc:creator'], 'Media Project Service');
+    assert.equal(props['dcterms:created'], NOW.toISOString());
+  });
+
+  it('makes each document apart: a second one has its own title and body, the shared parts unchanged', async () => {
+    const render = docxRenderer({ now: () => NOW });
+    const [a, b] = await Promise.all([render({ title: 'A', blocks: [] }), render({ title: 'B', blocks: blocks.slice(2) })]);
+    assert.equal((await mammoth.extractRawText({ buffer: a })).value.trim(), 'A');
+    assert.deepEqual((await mammoth.extractRawText({ buffer: b })).value.trim().split(/\n\n/), ['B', 'Über café ✨', 'End']);
+  });
 });
 
-/** word/document.xml out of the package, with `unzip`; null where it is not installed. */
-function documentXml(docx: Buffer): string | null {
+/** word/document.xml (or another part) out of the package, with `unzip`; null where it is not installed. */
+function documentXml(docx: Buffer, part = 'word/document.xml'): string | null {
   if (!hasTool('unzip')) return null;
-  return execFileSync('unzip', ['-p', tempFile('t.docx', docx), 'word/document.xml']).toString('utf8');
+  return execFileSync('unzip', ['-p', tempFile('t.docx', docx), part]).toString('utf8');
 }
 
 function hasTool(name: string): boolean {
