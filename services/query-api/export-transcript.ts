@@ -81,7 +81,7 @@ function rendered(
   composition: CompositionView,
   words: readonly Word[],
   renderDocx: DocxRenderer,
-): string | Readable | Promise<Buffer> {
+): Readable | Promise<Buffer> {
   const options = optionsOf(request);
   if (request.format === 'srt') return streamed(renderSrt(words, options.speakerLabels, options.timecodes?.offsetSeconds ?? 0));
   const source: TranscriptSource = { title: composition.name, blocks: transcriptBlocks(words, composition.markers, options) };
@@ -104,23 +104,11 @@ function rendered(
 }
 
 /**
- * Pieces gathered into chunks of 64 KiB (a write per paragraph or cue would cost a syscall each).
- * A file that fits in one chunk goes as one string with its length, without a stream's machinery;
- * a longer one streams, its memory one chunk whatever its length.
+ * Pieces gathered into chunks of 64 KiB: a write per paragraph or cue would cost a syscall each,
+ * and each chunk costs the stream's machinery a turn (an hour is 55–80 KiB in the text formats).
  */
-function streamed(pieces: Iterable<string>): string | Readable {
-  const chunks = chunked(pieces);
-  const first = chunks.next();
-  if (first.done) return '';
-  const second = chunks.next();
-  if (second.done) return first.value;
-  return Readable.from(following(first.value, chunks, second.value), { objectMode: false });
-}
-
-function* following(first: string, rest: Iterator<string>, second?: string): Generator<string> {
-  yield first;
-  if (second !== undefined) yield second;
-  for (let next = rest.next(); !next.done; next = rest.next()) yield next.value;
+function streamed(pieces: Iterable<string>): Readable {
+  return Readable.from(chunked(pieces), { objectMode: false });
 }
 
 function* chunked(pieces: Iterable<string>, size = 64 * 1024): Generator<string> {

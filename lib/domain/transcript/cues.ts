@@ -21,8 +21,18 @@ export const CUE_RULES = { lineChars: 42, lines: 2, maxSeconds: 7, minSeconds: 1
 /** A speaker label ("Ana: ") starts the cue's first line and counts toward its length. */
 export type CueOptions = { labels?: SpeakerLabels };
 
-const PUNCTUATION = /[.,!?;:…)\]"”»—–-]$/u;
-const SENTENCE_END = /[.!?…]["”»)]?$/u;
+// What ends a phrase, and a sentence (its mark, then perhaps a closing quote or bracket). Looked up
+// by the last characters, not with a regular expression: the checks run for every word.
+const PUNCTUATION = new Set('.,!?;:…)]"”»—–-');
+const SENTENCE_MARKS = new Set('.!?…');
+const CLOSING = new Set('"”»)');
+
+const endsPhrase = (text: string): boolean => PUNCTUATION.has(text[text.length - 1]);
+
+function endsSentence(text: string): boolean {
+  const last = text.length - 1;
+  return SENTENCE_MARKS.has(text[last]) || (last > 0 && CLOSING.has(text[last]) && SENTENCE_MARKS.has(text[last - 1]));
+}
 
 /** Lazily, in order; each cue ends no later than the next one starts. */
 export function* eachCue(words: Iterable<Word>, options: CueOptions = {}): Generator<Cue> {
@@ -109,7 +119,7 @@ function* tokenGroups(words: Iterable<Word>, fits: Fits): Generator<Token[]> {
       }
     }
     group.push(token);
-    if (SENTENCE_END.test(text) && group.length > 1 && token.end - group[0].start >= CUE_RULES.minSeconds * 2) {
+    if (group.length > 1 && token.end - group[0].start >= CUE_RULES.minSeconds * 2 && endsSentence(text)) {
       yield group; // a sentence that ends well into a cue ends it
       group = [];
     }
@@ -158,7 +168,7 @@ const labelled = (first: Token, labels: SpeakerLabels): boolean =>
  */
 function breakPoint(group: readonly Token[]): number {
   for (let i = group.length - 1; i >= Math.ceil(group.length / 2); i--) {
-    if (PUNCTUATION.test(group[i - 1].text)) return i;
+    if (endsPhrase(group[i - 1].text)) return i;
   }
   return group.length;
 }
@@ -180,7 +190,7 @@ export function linesOf(texts: readonly string[]): string[] | null {
     const a = ends[at - 1];
     const b = total - a - 1;
     if (a > max || b > max) continue;
-    const score = Math.abs(a - b) - (PUNCTUATION.test(texts[at - 1]) ? max : 0);
+    const score = Math.abs(a - b) - (endsPhrase(texts[at - 1]) ? max : 0);
     if (!best || score < best.score) best = { at, score };
   }
   return best ? [texts.slice(0, best.at).join(' '), texts.slice(best.at).join(' ')] : null;
