@@ -179,21 +179,32 @@ function breakPoint(group: readonly Token[]): number {
  */
 export function linesOf(texts: readonly string[]): string[] | null {
   const max = CUE_RULES.lineChars;
-  // Line lengths from prefix sums: this runs for every word of a transcript, joins only for the answer.
-  const ends: number[] = [];
   let total = -1;
-  for (const t of texts) ends.push((total += t.length + 1));
-  if (total <= max || texts.length === 1) return [texts.join(' ')];
+  for (const t of texts) total += t.length + 1;
+  if (total <= max || texts.length === 1) return [joined(texts, 0, texts.length)];
   if (total > max * 2 + 1) return null;
-  let best: { at: number; score: number } | null = null;
+  let best = -1;
+  let bestScore = Infinity;
+  let first = -1; // the first line's length with the split before `at`
   for (let at = 1; at < texts.length; at++) {
-    const a = ends[at - 1];
-    const b = total - a - 1;
-    if (a > max || b > max) continue;
-    const score = Math.abs(a - b) - (endsPhrase(texts[at - 1]) ? max : 0);
-    if (!best || score < best.score) best = { at, score };
+    first += texts[at - 1].length + 1;
+    if (first > max) break; // it only grows
+    const second = total - first - 1;
+    if (second > max) continue;
+    const score = Math.abs(first - second) - (endsPhrase(texts[at - 1]) ? max : 0);
+    if (score < bestScore) {
+      best = at;
+      bestScore = score;
+    }
   }
-  return best ? [texts.slice(0, best.at).join(' '), texts.slice(best.at).join(' ')] : null;
+  return best < 0 ? null : [joined(texts, 0, best), joined(texts, best, texts.length)];
+}
+
+/** `texts.slice(from, to).join(' ')` without the copy: this makes every line of every cue. */
+function joined(texts: readonly string[], from: number, to: number): string {
+  let line = texts[from];
+  for (let i = from + 1; i < to; i++) line += ` ${texts[i]}`;
+  return line;
 }
 
 function cueOfTexts(tokens: readonly Token[], texts: readonly string[]): Cue {
@@ -208,5 +219,5 @@ function cueOfTexts(tokens: readonly Token[], texts: readonly string[]): Cue {
 /** At least `minSeconds` on screen where the next cue leaves room, never more than `maxSeconds`. */
 function timed(cue: Cue, nextStart: number): Cue {
   const end = Math.min(Math.max(cue.end, cue.start + CUE_RULES.minSeconds), nextStart, cue.start + CUE_RULES.maxSeconds);
-  return { ...cue, end: ms(Math.max(end, cue.start)) };
+  return { start: cue.start, end: ms(Math.max(end, cue.start)), speaker: cue.speaker, lines: cue.lines };
 }
