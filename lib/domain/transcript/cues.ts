@@ -63,8 +63,11 @@ function* rawCues(words: Iterable<Word>, options: CueOptions): Generator<Cue> {
   for (const group of withoutShortGroups(tokenGroups(words, fits), fits)) yield cueOfTexts(group, textsOf(group));
 }
 
-/** Whether the tokens, and `next` after them when given, make one cue. */
-type Fits = (tokens: readonly Token[], next?: Token) => boolean;
+/**
+ * Whether the tokens, and `next` after them when given, make one cue. `chars`: the tokens' text
+ * lengths summed, when the caller keeps that count as it grows its group.
+ */
+type Fits = (tokens: readonly Token[], next?: Token, chars?: number) => boolean;
 
 /**
  * `fits` of the rules without building the cue: it runs for every word, on the group so far, so
@@ -73,13 +76,12 @@ type Fits = (tokens: readonly Token[], next?: Token) => boolean;
  * No closures inside: one made per call costs more than the sums (more still under tsx).
  */
 function fitsCue(labels: SpeakerLabels): Fits {
-  return (tokens, next) => {
+  return (tokens, next, chars = charsOf(tokens)) => {
     const first = tokens[0];
     if ((next ?? tokens[tokens.length - 1]).end - first.start > CUE_RULES.maxSeconds) return false;
     const label = labelled(first, labels) ? first.speaker!.length + 2 : 0;
     const count = tokens.length + (next ? 1 : 0);
-    let total = label + count - 1 + (next ? next.text.length : 0);
-    for (const t of tokens) total += t.text.length;
+    const total = label + chars + count - 1 + (next ? next.text.length : 0);
     const max = CUE_RULES.lineChars;
     if (total <= max || count === 1) return true;
     if (total > max * 2 + 1) return false;
@@ -95,9 +97,16 @@ function fitsCue(labels: SpeakerLabels): Fits {
   };
 }
 
+function charsOf(tokens: readonly Token[]): number {
+  let chars = 0;
+  for (const t of tokens) chars += t.text.length;
+  return chars;
+}
+
 /** Groups words into cues that obey the text and length rules; times are the words' own. */
 function* tokenGroups(words: Iterable<Word>, fits: Fits): Generator<Token[]> {
   let group: Token[] = [];
+  let chars = 0; // the group's text lengths summed
   let lastSpeaker: string | null | undefined = undefined;
   for (const word of words) {
     const text = word.text.trim();
@@ -108,20 +117,25 @@ function* tokenGroups(words: Iterable<Word>, fits: Fits): Generator<Token[]> {
     if (last && (token.speaker !== last.speaker || token.start - last.end >= CUE_RULES.pauseSeconds)) {
       yield group;
       group = [];
+      chars = 0;
     }
-    if (group.length && !fits(group, token)) {
+    if (group.length && !fits(group, token, chars)) {
       const cut = breakPoint(group);
       yield group.slice(0, cut);
       group = group.slice(cut);
-      if (group.length && !fits(group, token)) {
+      chars = charsOf(group);
+      if (group.length && !fits(group, token, chars)) {
         yield group;
         group = [];
+        chars = 0;
       }
     }
     group.push(token);
+    chars += text.length;
     if (group.length > 1 && token.end - group[0].start >= CUE_RULES.minSeconds * 2 && endsSentence(text)) {
       yield group; // a sentence that ends well into a cue ends it
       group = [];
+      chars = 0;
     }
   }
   if (group.length) yield group;
