@@ -153,6 +153,10 @@ describe('transcript: blocks and formats', () => {
     assert.equal(clockTime(3723.9), '01:02:03');
     assert.equal(subripTime(3723.4567), '01:02:03,457');
     assert.equal(subripTime(0), '00:00:00,000');
+    assert.equal(subripTime(0.005), '00:00:00,005');
+    assert.equal(subripTime(61.05), '00:01:01,050');
+    assert.equal(subripTime(360_000.5), '100:00:00,500', 'hours past 99 keep every digit');
+    assert.equal(clockTime(360_059), '100:00:59');
   });
 
   it('escapes every user text in html, markdown and rtf', () => {

@@ -105,15 +105,20 @@ function labelOf(mode: SpeakerLabels, speaker: string | null, changed: boolean):
 /** `HH:MM:SS`, the timecode the text formats show. */
 export function clockTime(seconds: number): string {
   const s = Math.floor(Math.max(0, seconds) + 1e-6);
-  return `${pad(Math.floor(s / 3600))}:${pad(Math.floor(s / 60) % 60)}:${pad(s % 60)}`;
+  return `${two(Math.floor(s / 3600))}:${two(Math.floor(s / 60) % 60)}:${two(s % 60)}`;
 }
 
 /** `HH:MM:SS,mmm`, SubRip's. */
 export function subripTime(seconds: number): string {
   const total = Math.round(Math.max(0, seconds) * 1000);
+  const ms = total % 1000;
   const h = Math.floor(total / 3_600_000);
-  return `${pad(h)}:${pad(Math.floor(total / 60_000) % 60)}:${pad(Math.floor(total / 1000) % 60)},${pad(total % 1000, 3)}`;
+  return `${two(h)}:${two(Math.floor(total / 60_000) % 60)}:${two(Math.floor(total / 1000) % 60)},${ms < 100 ? (ms < 10 ? '00' : '0') : ''}${ms}`;
 }
 
-/** At module level: the timecodes run once a cue or paragraph, and a closure made per call costs more than they do. */
-const pad = (n: number, width = 2) => String(n).padStart(width, '0');
+/**
+ * Two digits at least, from a table: an SRT export formats two times per cue, thousands per
+ * hour, and `String(n).padStart` made a quarter of its time.
+ */
+const TWO_DIGITS = Array.from({ length: 100 }, (_, n) => String(n).padStart(2, '0'));
+const two = (n: number): string => TWO_DIGITS[n] ?? String(n);
