@@ -158,7 +158,8 @@ function* withoutShortGroups(groups: Iterable<Token[]>, fits: Fits): Generator<T
       else if (joinable(current, next)) [current, next] = [null, [...current, ...next]];
     }
     if (previous) yield previous;
-    [previous, current] = [current, next];
+    previous = current;
+    current = next;
   }
   if (previous) yield previous;
   if (current) yield current;

@@ -102,9 +102,8 @@ const signed16 = (unit: number) => (unit > 0x7fff ? unit - 0x10000 : unit);
 export function* renderSrt(words: Iterable<Word>, labels: SpeakerLabels, offsetSeconds = 0): Generator<string> {
   let n = 0;
   for (const cue of eachCue(words, { labels })) {
-    const [start, end] = [subripTime(cue.start + offsetSeconds), subripTime(cue.end + offsetSeconds)];
     // A blank line ends a cue: a line of the cue's own never is one (lines are words joined by spaces).
-    yield `${++n}\n${start} --> ${end}\n${cue.lines.map(oneLine).join('\n')}\n\n`;
+    yield `${++n}\n${subripTime(cue.start + offsetSeconds)} --> ${subripTime(cue.end + offsetSeconds)}\n${linesText(cue.lines)}\n\n`;
   }
 }
 
@@ -121,6 +120,13 @@ export function* renderVtt(words: Iterable<Word>, labels: SpeakerLabels = 'off')
     const [start, end] = [cue.start, cue.end].map((t) => subripTime(Math.max(0, t)).replace(',', '.'));
     yield `${start} --> ${end}\n${cue.lines.map((l) => escapeVtt(oneLine(l))).join('\n')}\n\n`;
   }
+}
+
+/** A cue's lines, one per line of the file; joined by hand, as this runs for each of thousands of cues. */
+function linesText(lines: readonly string[]): string {
+  let text = oneLine(lines[0]);
+  for (let i = 1; i < lines.length; i++) text += `\n${oneLine(lines[i])}`;
+  return text;
 }
 
 const escapeVtt = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
