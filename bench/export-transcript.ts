@@ -50,7 +50,7 @@ const WARM = 3;
 /**
  * Each round times the GET and then the export, so both are measured under the same load (the
  * machine is often shared: timed one phase after the other, a busy minute lands on one side of
- * the ratio only). The first runs are not timed: they compile the route's code paths.
+ * the ratio only).
  */
 async function timedPair(
   baseline: () => Promise<unknown>,
@@ -59,10 +59,6 @@ async function timedPair(
   const times: number[] = [];
   const baselineMs: number[] = [];
   let bytes = 0;
-  for (let i = 0; i < WARM; i++) {
-    await baseline();
-    await run();
-  }
   for (let i = 0; i < ROUNDS; i++) {
     let start = process.hrtime.bigint();
     await baseline();
@@ -80,24 +76,33 @@ export async function measureExports(): Promise<ExportFigures> {
     const projectId = await seed(h);
     const detail = () => h.http.get(`/v1/projects/${projectId}`).set(h.auth());
     for (let i = 0; i < 500 && (await detail()).body.compositions?.length !== 1; i++) await new Promise((r) => setTimeout(r, 20));
+    const exportOf = (format: string) => async () => {
+      const body = { project_id: projectId, format, include_markers: true, timecodes: { frequency_seconds: 30 } };
+      const res = await h.http
+        .post('/v1/export/transcript')
+        .set(h.auth())
+        .send(body)
+        .buffer(true)
+        .parse((r, done) => {
+          let n = 0;
+          r.on('data', (c: Buffer) => (n += c.length));
+          r.on('end', () => done(null, n));
+        });
+      if (res.status !== 200) throw new Error(`${format}: ${res.status}`);
+      return res.body as number;
+    };
+    // Untimed, every format first: they compile the route's code paths, so the first format timed
+    // does not pay for the others' shared code.
+    for (let i = 0; i < WARM; i++) {
+      for (const format of FORMATS) {
+        await detail();
+        await exportOf(format)();
+      }
+    }
     const projectMs: number[] = [];
     const formats: ExportFigures['formats'] = {};
     for (const format of FORMATS) {
-      const body = { project_id: projectId, format, include_markers: true, timecodes: { frequency_seconds: 30 } };
-      const figure = await timedPair(detail, async () => {
-        const res = await h.http
-          .post('/v1/export/transcript')
-          .set(h.auth())
-          .send(body)
-          .buffer(true)
-          .parse((r, done) => {
-            let n = 0;
-            r.on('data', (c: Buffer) => (n += c.length));
-            r.on('end', () => done(null, n));
-          });
-        if (res.status !== 200) throw new Error(`${format}: ${res.status}`);
-        return res.body as number;
-      });
+      const figure = await timedPair(detail, exportOf(format));
       projectMs.push(...figure.baselineMs);
       const getMs = median(figure.baselineMs);
       formats[format] = { ms: figure.ms, getMs, bytes: figure.bytes, ratio: figure.ms / getMs };
