@@ -119,9 +119,7 @@ describe('transcript: caption cues', () => {
         if (random() < 0.05) speaker = pick(speakers);
         const length = random() < 0.03 ? 43 + Math.floor(random() * 18) : 1 + Math.floor(random() * 12);
         const text =
-          random() < 0.02
-            ? ' '
-            : 'x'.repeat(length) + (random() < 0.3 ? pick(['.', ',', '?', '…', '”', '-', '.”', '!)', ')', '"', '—', ';', 'é']) : '');
+          random() < 0.02 ? ' ' : 'x'.repeat(length) + (random() < 0.3 ? pick([...'.,!?;:…)]"”»—–-', '.”', '!)', '?»', '…"', 'é']) : '');
         const duration = random() < 0.01 ? 8 : 0.1 + random() * 0.5;
         words.push(word(text, ms(t), ms(t + duration), speaker));
         t += duration + (random() < 0.05 ? 1 + random() * 3 : random() * 0.2);

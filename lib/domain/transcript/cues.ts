@@ -21,18 +21,44 @@ export const CUE_RULES = { lineChars: 42, lines: 2, maxSeconds: 7, minSeconds: 1
 /** A speaker label ("Ana: ") starts the cue's first line and counts toward its length. */
 export type CueOptions = { labels?: SpeakerLabels };
 
-// What ends a phrase, and a sentence (its mark, then perhaps a closing quote or bracket), looked
-// up by the last characters' codes: these checks run for every word, where a regular expression
-// or a lookup of a one-character string cost more than the rest of the word's work.
-const PUNCTUATION = new Set([...'.,!?;:…)]"”»—–-'].map((c) => c.charCodeAt(0)));
-const SENTENCE_MARKS = new Set([...'.!?…'].map((c) => c.charCodeAt(0)));
-const CLOSING = new Set([...'"”»)'].map((c) => c.charCodeAt(0)));
-
-const endsPhrase = (text: string): boolean => PUNCTUATION.has(text.charCodeAt(text.length - 1));
+// What ends a phrase, and a sentence (its mark, then perhaps a closing quote or bracket), by the
+// last characters' codes: these checks run for every word, where a regular expression, or even
+// a Set lookup, cost more than the rest of the word's work.
+const endsPhrase = (text: string): boolean => isPunctuation(text.charCodeAt(text.length - 1));
 
 function endsSentence(text: string): boolean {
   const last = text.charCodeAt(text.length - 1);
-  return SENTENCE_MARKS.has(last) || (CLOSING.has(last) && text.length > 1 && SENTENCE_MARKS.has(text.charCodeAt(text.length - 2)));
+  return isSentenceMark(last) || (isClosing(last) && text.length > 1 && isSentenceMark(text.charCodeAt(text.length - 2)));
+}
+
+/** `. ! ? …` */
+const isSentenceMark = (c: number): boolean => c === 0x2e || c === 0x21 || c === 0x3f || c === 0x2026;
+
+/** `" ” » )` */
+const isClosing = (c: number): boolean => c === 0x22 || c === 0x201d || c === 0xbb || c === 0x29;
+
+/** `. , ! ? ; : … ) ] " ” » — – -` */
+function isPunctuation(c: number): boolean {
+  switch (c) {
+    case 0x2e:
+    case 0x2c:
+    case 0x21:
+    case 0x3f:
+    case 0x3b:
+    case 0x3a:
+    case 0x2026:
+    case 0x29:
+    case 0x5d:
+    case 0x22:
+    case 0x201d:
+    case 0xbb:
+    case 0x2014:
+    case 0x2013:
+    case 0x2d:
+      return true;
+    default:
+      return false;
+  }
 }
 
 /** Lazily, in order; each cue ends no later than the next one starts. */
