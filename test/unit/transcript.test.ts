@@ -105,7 +105,8 @@ describe('transcript: caption cues', () => {
 
   it('makes the cues of the plain version (test/fixtures/reference-cues.ts) on 300 random transcripts', () => {
     // Words of 1 to 60 characters (some longer than a line), punctuation, blank words, pauses,
-    // words longer than a cue, three speakers with long names and none: each label mode.
+    // words longer than a cue, three speakers with long names and none: each label mode. No
+    // control characters: the oracle leaves them in its lines, the cues make them spaces (below).
     let seed = 22;
     const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)];
@@ -191,6 +192,21 @@ describe('transcript: blocks and formats', () => {
     const empty = { title: 'T', blocks: transcriptBlocks([], [], DEFAULT_TRANSCRIPT_OPTIONS) };
     assert.equal([...renderTxt(empty)].join(''), 'T\n');
     assert.equal([...renderSrt([], 'changes')].join(''), '');
+  });
+
+  it('keeps every SRT and WebVTT cue line one line: line breaks and controls in words and names are spaces', () => {
+    const words = [
+      word('one\ntwo', 0, 0.4, 'Ana\u0007'),
+      word('tab\there', 0.5, 0.9, 'Ana\u0007'),
+      word('x\u2028\u2029y', 1, 1.4, 'Ana\u0007'),
+    ];
+    const srt = [...renderSrt(words, 'changes')].join('');
+    assert.equal(srt, `1\n00:00:00,000 --> 00:00:01,400\nAna : one two tab here x y\n\n`);
+    const vtt = [...renderVtt(words, 'every_paragraph')].join('');
+    assert.equal(vtt, `WEBVTT\n\n00:00:00.000 --> 00:00:01.400\nAna : one two tab here x y\n\n`);
+    const long = Array.from({ length: 12 }, (_, i) => word(`w${i}\r\nword`, i * 0.3, i * 0.3 + 0.2));
+    for (const block of [...renderSrt(long, 'off')].join('').split('\n\n').filter(Boolean))
+      assert.match(block, /^\d+\n\S+ --> \S+\n[^\n\r]+(\n[^\n\r]+)?$/, JSON.stringify(block));
   });
 
   it('renders WebVTT: the header, the SRT cues with dotted times, markup characters escaped', () => {

@@ -1,5 +1,5 @@
 import { ms, type Word } from '../edl';
-import type { SpeakerLabels } from './document';
+import { oneLine, type SpeakerLabels } from './document';
 
 /**
  * Caption cues from a composition's words, by the usual subtitle rules (those of the BBC and
@@ -12,7 +12,10 @@ export type Cue = {
   readonly start: number;
   readonly end: number;
   readonly speaker: string | null;
-  /** One or two lines, each at most `CUE_RULES.lineChars` characters (a longer single word stays whole). */
+  /**
+   * One or two lines, each at most `CUE_RULES.lineChars` characters (a longer single word stays
+   * whole), without line breaks or control characters (a word's or name's own are spaces).
+   */
   readonly lines: readonly string[];
 };
 
@@ -250,12 +253,23 @@ function joined(texts: readonly string[], from: number, to: number): string {
 }
 
 function cueOfTexts(tokens: readonly Token[], texts: readonly string[]): Cue {
+  const lines = linesOf(texts) ?? [texts.join(' ')];
   return {
     start: tokens[0].start,
     end: tokens[tokens.length - 1].end,
     speaker: tokens[0].speaker,
-    lines: linesOf(texts) ?? [texts.join(' ')],
+    // Split by the texts as they are (a line break counts one character), then made one line each.
+    lines: texts.some(breaksLine) ? lines.map(oneLine) : lines,
   };
+}
+
+/** Whether `oneLine` would change the text: a loop over its codes, as most cues have none and a regular expression per line cost a sixth of an SRT export. */
+function breaksLine(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || (c >= 0x7f && c <= 0x9f) || c === 0x2028 || c === 0x2029) return true;
+  }
+  return false;
 }
 
 /** At least `minSeconds` on screen where the next cue leaves room, never more than `maxSeconds`. */

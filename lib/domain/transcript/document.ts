@@ -102,6 +102,9 @@ function labelOf(mode: SpeakerLabels, speaker: string | null, changed: boolean):
   }
 }
 
+/** Control characters and line breaks in a name or a word would break a format's lines: spaces instead. */
+export const oneLine = (text: string) => text.replace(/[\p{Cc}\u2028\u2029]+/gu, ' ');
+
 /** `HH:MM:SS`, the timecode the text formats show. */
 export function clockTime(seconds: number): string {
   const s = Math.floor(Math.max(0, seconds) + 1e-6);

@@ -1,6 +1,6 @@
 import type { Word } from '../edl';
 import { eachCue } from './cues';
-import { clockTime, subripTime, type Block, type SpeakerLabels, type Span } from './document';
+import { clockTime, oneLine, subripTime, type Block, type SpeakerLabels, type Span } from './document';
 
 /**
  * The text formats of a transcript export, each a generator of pieces of the file, so the HTTP
@@ -118,23 +118,20 @@ export function* renderVtt(words: Iterable<Word>, labels: SpeakerLabels = 'off')
   yield 'WEBVTT\n\n';
   for (const cue of eachCue(words, { labels })) {
     const [start, end] = [cue.start, cue.end].map((t) => subripTime(Math.max(0, t)).replace(',', '.'));
-    yield `${start} --> ${end}\n${cue.lines.map((l) => escapeVtt(oneLine(l))).join('\n')}\n\n`;
+    yield `${start} --> ${end}\n${cue.lines.map(escapeVtt).join('\n')}\n\n`;
   }
 }
 
-/** A cue's lines, one per line of the file; joined by hand, as this runs for each of thousands of cues. */
+/** A cue's lines (each one line already: cues.ts), one per line of the file; joined by hand, as this runs for thousands of cues. */
 function linesText(lines: readonly string[]): string {
-  let text = oneLine(lines[0]);
-  for (let i = 1; i < lines.length; i++) text += `\n${oneLine(lines[i])}`;
+  let text = lines[0];
+  for (let i = 1; i < lines.length; i++) text += `\n${lines[i]}`;
   return text;
 }
 
 const escapeVtt = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 // ---------------------------------------------------------------- shared
-
-/** Control characters and line breaks in a name or a word would break a format's lines: spaces instead. */
-const oneLine = (text: string) => text.replace(/[\p{Cc}\u2028\u2029]+/gu, ' ');
 
 const spansText = (spans: readonly Span[], timecode: (t: number) => string, escape: (s: string) => string) =>
   spans.map((s) => ('timecode' in s ? timecode(s.timecode) : escape(s.text))).join(' ');
