@@ -64,10 +64,18 @@ function isPunctuation(c: number): boolean {
   }
 }
 
-/** Lazily, in order; each cue ends no later than the next one starts. */
+/**
+ * Lazily, in order; each cue ends no later than the next one starts. The groups of words that
+ * obey the text and length rules become cues here, a cue held back until the next one's start
+ * is known (one generator less per cue than a stage of its own: there are thousands an hour).
+ */
 export function* eachCue(words: Iterable<Word>, options: CueOptions = {}): Generator<Cue> {
+  const labels = options.labels ?? 'off';
+  const fits = fitsCue(labels);
+  const textsOf = textsWithLabel(labels);
   let pending: Cue | null = null;
-  for (const cue of rawCues(words, options)) {
+  for (const group of withoutShortGroups(tokenGroups(words, fits), fits)) {
+    const cue = cueOfTexts(group, textsOf(group));
     if (pending) yield timed(pending, cue.start);
     pending = cue;
   }
@@ -84,14 +92,6 @@ type Token = {
   /** The first word of a run of one speaker. */
   readonly turn: boolean;
 };
-
-/** Cues that obey the text and length rules; times are the words' own. */
-function* rawCues(words: Iterable<Word>, options: CueOptions): Generator<Cue> {
-  const labels = options.labels ?? 'off';
-  const fits = fitsCue(labels);
-  const textsOf = textsWithLabel(labels);
-  for (const group of withoutShortGroups(tokenGroups(words, fits), fits)) yield cueOfTexts(group, textsOf(group));
-}
 
 /**
  * Whether the tokens, and `next` after them when given, make one cue. `chars`: the tokens' text
