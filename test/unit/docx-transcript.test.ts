@@ -90,6 +90,42 @@ describe('docx transcript: the Word document', () => {
     assert.equal(props['dcterms:created'], NOW.toISOString());
   });
 
+  it('is read by python-docx: paragraphs with their styles, bold and grey runs, the core title', function () {
+    const python = pythonWithDocx();
+    if (python === null) return this.skip(); // apt-get install python3-docx
+    const script = `
+import json, sys, docx
+d = docx.Document(sys.argv[1])
+print(json.dumps({
+  "title": d.core_properties.title,
+  "paragraphs": [[p.style.name, [[r.text, bool(r.bold), str(r.font.color.rgb) if r.font.color.rgb else None] for r in p.runs]] for p in d.paragraphs],
+}))`;
+    const read = JSON.parse(execFileSync(python, ['-c', script, tempFile('t.docx', bytes)], { encoding: 'utf8' }));
+    assert.equal(read.title, 'Ep. 1 <live> & "more"  😀 \ufffd');
+    assert.deepEqual(read.paragraphs, [
+      ['Title', [['Ep. 1 <live> & "more"  😀 \ufffd', false, null]]],
+      [
+        'Heading 2',
+        [
+          ['[00:00:00] ', false, '808080'],
+          ['Intro & <setup>', false, null],
+        ],
+      ],
+      [
+        'Normal',
+        [
+          ['[00:00:00] ', false, '808080'],
+          ['Ana & Co: ', true, null],
+          ['Hello <there>, ', false, null],
+          ['[00:00:30] ', false, '808080'],
+          ['and good bye.', false, null],
+        ],
+      ],
+      ['Normal', [['Über café ✨', false, null]]],
+      ['Heading 2', [['End', false, null]]],
+    ]);
+  });
+
   it('makes each document apart: a second one has its own title and body, the shared parts unchanged', async () => {
     const render = docxRenderer({ now: () => NOW });
     const [a, b] = await Promise.all([render({ title: 'A', blocks: [] }), render({ title: 'B', blocks: blocks.slice(2) })]);
@@ -102,6 +138,19 @@ describe('docx transcript: the Word document', () => {
 function documentXml(docx: Buffer, part = 'word/document.xml'): string | null {
   if (!hasTool('unzip')) return null;
   return execFileSync('unzip', ['-p', tempFile('t.docx', docx), part]).toString('utf8');
+}
+
+/** A Python that has python-docx (Debian's python3-docx is for the system's python3); null when none has. */
+function pythonWithDocx(): string | null {
+  for (const python of ['python3', '/usr/bin/python3']) {
+    try {
+      execFileSync(python, ['-c', 'import docx'], { stdio: 'ignore' });
+      return python;
+    } catch {
+      // not this one
+    }
+  }
+  return null;
 }
 
 function hasTool(name: string): boolean {
