@@ -22,7 +22,7 @@ export function docxRenderer(options: { readonly now: () => Date; readonly creat
   const creator = options.creator ?? 'Media Project Service';
   let template: Promise<readonly StoredEntry[]> | null = null;
   const parts = () =>
-    (template ??= Packer.toBuffer(new Document({ creator, sections: [{ children: [] }] })).then(readZip, (err: unknown) => {
+    (template ??= Packer.toBuffer(new Document({ creator, sections: [{ children: [] }] })).then(partsOf, (err: unknown) => {
       template = null; // tried again by the next export
       throw err;
     }));
@@ -34,6 +34,15 @@ export function docxRenderer(options: { readonly now: () => Date; readonly creat
     return zipBuffer((await parts()).map((p) => own.get(p.name)?.() ?? p));
   };
 }
+
+/** The library's package as parts; it must have the two each export replaces, or the documents would lack them. */
+function partsOf(archive: Buffer): readonly StoredEntry[] {
+  const parts = readZip(archive);
+  for (const name of OWN_PARTS) if (!parts.some((p) => p.name === name)) throw new Error(`docx: the library's package has no ${name}`);
+  return parts;
+}
+
+const OWN_PARTS = ['word/document.xml', 'docProps/core.xml'];
 
 /** The package's core properties, as the library writes them, with this transcript's title and time. */
 function coreXml(title: string, creator: string, now: Date): string {
