@@ -256,11 +256,13 @@ async function exports(): Promise<boolean> {
   phase('(j) transcript export: a one-hour composition (9,000 words) in each format, against GET /v1/projects/{id} of it');
   const j = await measureExports();
   const goalOf = (format: string) => (format === 'docx' ? 10 : 3);
-  const rows: Row[] = [{ figure: '(j) GET /v1/projects/{id} of the project (baseline)', value: `${j.projectMs.toFixed(1)} ms` }];
+  const rows: Row[] = [
+    { figure: '(j) GET /v1/projects/{id} of the project (baseline, median of all rounds)', value: `${j.projectMs.toFixed(1)} ms` },
+  ];
   for (const [format, f] of Object.entries(j.formats)) {
     rows.push({
       figure: `(j) POST /v1/export/transcript, ${format}`,
-      value: `${f.ms.toFixed(1)} ms`,
+      value: `${f.ms.toFixed(1)} ms (GET ${f.getMs.toFixed(1)} ms in its rounds)`,
       ratio: `${f.ratio.toFixed(1)}×`,
       goal: `<= ${goalOf(format)}×`,
       met: f.ratio <= goalOf(format),

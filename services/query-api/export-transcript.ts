@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import { Readable } from 'node:stream';
-import { renderDocx } from '../../lib/adapters/docx/transcript';
+import { docxRenderer, type DocxRenderer } from '../../lib/adapters/docx/transcript';
 import { keptCompositionWords } from '../../lib/app/composition-words';
 import { chooseComposition } from '../../lib/domain/composition-ref';
 import { keptTranscripts } from '../../lib/app/transcripts';
@@ -51,6 +51,7 @@ export function mountExportTranscript(
   // Someone exporting a transcript often takes it in a second format: its words stay parsed.
   const transcripts = keptTranscripts(deps.blobs);
   const wordsOf = keptCompositionWords(deps.blobs, transcripts);
+  const renderDocx = docxRenderer({ now: () => new Date() });
   v1.post('/export/transcript', async (ctx) => {
     const { auth } = (ctx as unknown as ApiContext).state;
     const body = ctx.request.body;
@@ -70,11 +71,17 @@ export function mountExportTranscript(
     ctx.type = format.type;
     ctx.set('X-Composition-Id', composition.id);
     ctx.set('Cache-Control', 'private, no-store');
-    ctx.body = rendered(request, composition, words);
+    ctx.body = await rendered(request, composition, words, renderDocx);
   });
 }
 
-function rendered(request: ExportTranscriptRequest, composition: CompositionView, words: readonly Word[]): Readable {
+/** The text formats stream as they are rendered; a Word document (a zip) is whole before it goes. */
+function rendered(
+  request: ExportTranscriptRequest,
+  composition: CompositionView,
+  words: readonly Word[],
+  renderDocx: DocxRenderer,
+): Readable | Promise<Buffer> {
   const options = optionsOf(request);
   if (request.format === 'srt') return streamed(renderSrt(words, options.speakerLabels, options.timecodes?.offsetSeconds ?? 0));
   const source: TranscriptSource = { title: composition.name, blocks: transcriptBlocks(words, composition.markers, options) };
@@ -96,12 +103,15 @@ function rendered(request: ExportTranscriptRequest, composition: CompositionView
   }
 }
 
-/** Pieces gathered into chunks of about 16 KiB: a write per paragraph or cue would cost a syscall each. */
+/**
+ * Pieces gathered into chunks of 64 KiB: a write per paragraph or cue would cost a syscall each,
+ * and each chunk costs the stream's machinery a turn (an hour is 55–80 KiB in the text formats).
+ */
 function streamed(pieces: Iterable<string>): Readable {
   return Readable.from(chunked(pieces), { objectMode: false });
 }
 
-function* chunked(pieces: Iterable<string>, size = 16 * 1024): Generator<string> {
+function* chunked(pieces: Iterable<string>, size = 64 * 1024): Generator<string> {
   let chunk = '';
   for (const piece of pieces) {
     chunk += piece;

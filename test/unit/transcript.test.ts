@@ -3,6 +3,7 @@ import { ms, type Word } from '../../lib/domain/edl';
 import { CUE_RULES, cues, linesOf } from '../../lib/domain/transcript/cues';
 import { clockTime, DEFAULT_TRANSCRIPT_OPTIONS, subripTime, transcriptBlocks } from '../../lib/domain/transcript/document';
 import { renderHtml, renderMarkdown, renderRtf, renderSrt, renderTxt, renderVtt } from '../../lib/domain/transcript/formats';
+import { referenceCues } from '../fixtures/reference-cues';
 
 /** Issue 22: the transcript module (lib/domain/transcript): cues, blocks and the text formats, pure. */
 
@@ -102,6 +103,36 @@ describe('transcript: caption cues', () => {
     );
   });
 
+  it('makes the cues of the plain version (test/fixtures/reference-cues.ts) on 300 random transcripts', () => {
+    // Words of 1 to 60 characters (some longer than a line), punctuation, blank words, pauses,
+    // words longer than a cue, three speakers with long names and none: each label mode. No
+    // control characters: the oracle leaves them in its lines, the cues make them spaces (below).
+    let seed = 22;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)];
+    const speakers = [null, 'Ana', 'Benedict Cumberbatch-Oyelaran.wav'];
+    let compared = 0;
+    for (let n = 0; n < 300; n++) {
+      const words: Word[] = [];
+      let t = 0;
+      let speaker = pick(speakers);
+      for (let i = Math.floor(random() * 400); i > 0; i--) {
+        if (random() < 0.05) speaker = pick(speakers);
+        const length = random() < 0.03 ? 43 + Math.floor(random() * 18) : 1 + Math.floor(random() * 12);
+        const text =
+          random() < 0.02 ? ' ' : 'x'.repeat(length) + (random() < 0.3 ? pick([...'.,!?;:…)]"”»—–-', '.”', '!)', '?»', '…"', 'é']) : '');
+        const duration = random() < 0.01 ? 8 : 0.1 + random() * 0.5;
+        words.push(word(text, ms(t), ms(t + duration), speaker));
+        t += duration + (random() < 0.05 ? 1 + random() * 3 : random() * 0.2);
+      }
+      const labels = pick(['off', 'changes', 'every_paragraph'] as const);
+      const made = cues(words, { labels });
+      assert.deepEqual(made, referenceCues(words, { labels }), `transcript ${n} (${words.length} words, labels ${labels})`);
+      compared += made.length;
+    }
+    assert.ok(compared > 10_000, `only ${compared} cues compared`);
+  });
+
   it('splits two lines where both fit, preferring after punctuation', () => {
     assert.deepEqual(linesOf(['short', 'one']), ['short one']);
     const texts = 'We shipped it yesterday, and everyone was happy about the release'.split(' ');
@@ -121,6 +152,10 @@ describe('transcript: blocks and formats', () => {
     assert.equal(clockTime(3723.9), '01:02:03');
     assert.equal(subripTime(3723.4567), '01:02:03,457');
     assert.equal(subripTime(0), '00:00:00,000');
+    assert.equal(subripTime(0.005), '00:00:00,005');
+    assert.equal(subripTime(61.05), '00:01:01,050');
+    assert.equal(subripTime(360_000.5), '100:00:00,500', 'hours past 99 keep every digit');
+    assert.equal(clockTime(360_059), '100:00:59');
   });
 
   it('escapes every user text in html, markdown and rtf', () => {
@@ -157,6 +192,21 @@ describe('transcript: blocks and formats', () => {
     const empty = { title: 'T', blocks: transcriptBlocks([], [], DEFAULT_TRANSCRIPT_OPTIONS) };
     assert.equal([...renderTxt(empty)].join(''), 'T\n');
     assert.equal([...renderSrt([], 'changes')].join(''), '');
+  });
+
+  it('keeps every SRT and WebVTT cue line one line: line breaks and controls in words and names are spaces', () => {
+    const words = [
+      word('one\ntwo', 0, 0.4, 'Ana\u0007'),
+      word('tab\there', 0.5, 0.9, 'Ana\u0007'),
+      word('x\u2028\u2029y', 1, 1.4, 'Ana\u0007'),
+    ];
+    const srt = [...renderSrt(words, 'changes')].join('');
+    assert.equal(srt, `1\n00:00:00,000 --> 00:00:01,400\nAna : one two tab here x y\n\n`);
+    const vtt = [...renderVtt(words, 'every_paragraph')].join('');
+    assert.equal(vtt, `WEBVTT\n\n00:00:00.000 --> 00:00:01.400\nAna : one two tab here x y\n\n`);
+    const long = Array.from({ length: 12 }, (_, i) => word(`w${i}\r\nword`, i * 0.3, i * 0.3 + 0.2));
+    for (const block of [...renderSrt(long, 'off')].join('').split('\n\n').filter(Boolean))
+      assert.match(block, /^\d+\n\S+ --> \S+\n[^\n\r]+(\n[^\n\r]+)?$/, JSON.stringify(block));
   });
 
   it('renders WebVTT: the header, the SRT cues with dotted times, markup characters escaped', () => {

@@ -29,7 +29,7 @@ const DOS_DATE = (0 << 9) | (1 << 5) | 1; // 1980-01-01, the format's first day
 const DOS_TIME = 0;
 
 /** CRC-32 (IEEE) of `bytes` continuing from `crc`: zlib's from Node 20.15, a table before (package.json allows any Node 20). */
-const crc32: (bytes: Buffer, crc: number) => number = (zlib as { crc32?: (b: Buffer, c: number) => number }).crc32 ?? tableCrc32;
+export const crc32: (bytes: Buffer, crc: number) => number = (zlib as { crc32?: (b: Buffer, c: number) => number }).crc32 ?? tableCrc32;
 
 const TABLE = Int32Array.from({ length: 256 }, (_, n) => {
   let c = n;

@@ -61,17 +61,18 @@ export function* transcriptBlocks(words: Iterable<Word>, markers: readonly Marke
     const stamped = !!tc && (tc.onParagraphs || (tc.onSpeakers && speakerChanged));
     if (stamped) nextTick = advance(nextTick, p.start, tc.frequencySeconds);
     const spans: Span[] = [];
-    let text: string[] = [];
-    for (const w of p.words) {
+    let text = '';
+    for (let i = 0; i < p.words.length; i++) {
+      const w = p.words[i];
       if (w.start >= nextTick) {
-        if (text.length) spans.push({ text: text.join(' ') });
-        text = [];
+        if (text) spans.push({ text });
+        text = '';
         spans.push({ timecode: at(w.start) });
         nextTick = advance(nextTick, w.start, tc!.frequencySeconds);
       }
-      text.push(w.text.trim());
+      text += text ? ` ${w.text.trim()}` : w.text.trim();
     }
-    if (text.length) spans.push({ text: text.join(' ') });
+    if (text) spans.push({ text });
     yield {
       kind: 'paragraph',
       timecode: stamped ? at(p.start) : null,
@@ -101,17 +102,26 @@ function labelOf(mode: SpeakerLabels, speaker: string | null, changed: boolean):
   }
 }
 
+/** Control characters and line breaks in a name or a word would break a format's lines: spaces instead. */
+export const oneLine = (text: string) => text.replace(/[\p{Cc}\u2028\u2029]+/gu, ' ');
+
 /** `HH:MM:SS`, the timecode the text formats show. */
 export function clockTime(seconds: number): string {
   const s = Math.floor(Math.max(0, seconds) + 1e-6);
-  const pad = (n: number) => String(n).padStart(2, '0');
-  return `${pad(Math.floor(s / 3600))}:${pad(Math.floor(s / 60) % 60)}:${pad(s % 60)}`;
+  return `${two(Math.floor(s / 3600))}:${two(Math.floor(s / 60) % 60)}:${two(s % 60)}`;
 }
 
 /** `HH:MM:SS,mmm`, SubRip's. */
 export function subripTime(seconds: number): string {
   const total = Math.round(Math.max(0, seconds) * 1000);
-  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+  const ms = total % 1000;
   const h = Math.floor(total / 3_600_000);
-  return `${pad(h)}:${pad(Math.floor(total / 60_000) % 60)}:${pad(Math.floor(total / 1000) % 60)},${pad(total % 1000, 3)}`;
+  return `${two(h)}:${two(Math.floor(total / 60_000) % 60)}:${two(Math.floor(total / 1000) % 60)},${ms < 100 ? (ms < 10 ? '00' : '0') : ''}${ms}`;
 }
+
+/**
+ * Two digits at least, from a table: an SRT export formats two times per cue, thousands per
+ * hour, and `String(n).padStart` made a quarter of its time.
+ */
+const TWO_DIGITS = Array.from({ length: 100 }, (_, n) => String(n).padStart(2, '0'));
+const two = (n: number): string => TWO_DIGITS[n] ?? String(n);

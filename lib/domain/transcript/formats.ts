@@ -1,6 +1,6 @@
 import type { Word } from '../edl';
 import { eachCue } from './cues';
-import { clockTime, subripTime, type Block, type SpeakerLabels, type Span } from './document';
+import { clockTime, oneLine, subripTime, type Block, type SpeakerLabels, type Span } from './document';
 
 /**
  * The text formats of a transcript export, each a generator of pieces of the file, so the HTTP
@@ -90,16 +90,9 @@ export function* renderRtf({ title, blocks }: TranscriptSource): Generator<strin
   yield '}\n';
 }
 
-function rtf(text: string): string {
-  let out = '';
-  for (const ch of oneLine(text)) {
-    const code = ch.charCodeAt(0);
-    if (ch === '\\' || ch === '{' || ch === '}') out += `\\${ch}`;
-    else if (ch.length === 1 && code >= 0x20 && code < 0x80) out += ch;
-    else for (let i = 0; i < ch.length; i++) out += `\\u${signed16(ch.charCodeAt(i))}\\'3f`;
-  }
-  return out;
-}
+/** One replace over the text: most of a transcript is ASCII, which it leaves as it is (a loop per character cost more than the rest of the RTF). */
+const rtf = (text: string): string =>
+  oneLine(text).replace(/[\\{}\u0080-\uffff]/g, (c) => (c < '\u0080' ? `\\${c}` : `\\u${signed16(c.charCodeAt(0))}\\'3f`));
 
 const signed16 = (unit: number) => (unit > 0x7fff ? unit - 0x10000 : unit);
 
@@ -109,9 +102,8 @@ const signed16 = (unit: number) => (unit > 0x7fff ? unit - 0x10000 : unit);
 export function* renderSrt(words: Iterable<Word>, labels: SpeakerLabels, offsetSeconds = 0): Generator<string> {
   let n = 0;
   for (const cue of eachCue(words, { labels })) {
-    const [start, end] = [cue.start + offsetSeconds, cue.end + offsetSeconds].map((t) => subripTime(Math.max(0, t)));
     // A blank line ends a cue: a line of the cue's own never is one (lines are words joined by spaces).
-    yield `${++n}\n${start} --> ${end}\n${cue.lines.map(oneLine).join('\n')}\n\n`;
+    yield `${++n}\n${subripTime(cue.start + offsetSeconds)} --> ${subripTime(cue.end + offsetSeconds)}\n${linesText(cue.lines)}\n\n`;
   }
 }
 
@@ -126,16 +118,20 @@ export function* renderVtt(words: Iterable<Word>, labels: SpeakerLabels = 'off')
   yield 'WEBVTT\n\n';
   for (const cue of eachCue(words, { labels })) {
     const [start, end] = [cue.start, cue.end].map((t) => subripTime(Math.max(0, t)).replace(',', '.'));
-    yield `${start} --> ${end}\n${cue.lines.map((l) => escapeVtt(oneLine(l))).join('\n')}\n\n`;
+    yield `${start} --> ${end}\n${cue.lines.map(escapeVtt).join('\n')}\n\n`;
   }
+}
+
+/** A cue's lines (each one line already: cues.ts), one per line of the file; joined by hand, as this runs for thousands of cues. */
+function linesText(lines: readonly string[]): string {
+  let text = lines[0];
+  for (let i = 1; i < lines.length; i++) text += `\n${lines[i]}`;
+  return text;
 }
 
 const escapeVtt = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 // ---------------------------------------------------------------- shared
-
-/** Control characters and line breaks in a name or a word would break a format's lines: spaces instead. */
-const oneLine = (text: string) => text.replace(/[\p{Cc}\u2028\u2029]+/gu, ' ');
 
 const spansText = (spans: readonly Span[], timecode: (t: number) => string, escape: (s: string) => string) =>
   spans.map((s) => ('timecode' in s ? timecode(s.timecode) : escape(s.text))).join(' ');

@@ -22,36 +22,53 @@ export type ParagraphOptions = { everySeconds?: number; pauseSeconds?: number };
 
 export const PARAGRAPH_DEFAULTS = { everySeconds: 30, pauseSeconds: 2 } as const;
 
-/** Lazily, so a one-hour transcript is never held as paragraphs and text at once. */
+/**
+ * Lazily, so a one-hour transcript is never held as paragraphs and text at once. Runs for every
+ * word of an export: the state is plain locals (no object or closure per paragraph), and a
+ * paragraph's text is joined only when read (the export reads its words instead).
+ */
 export function* eachParagraph(words: Iterable<Word>, options: ParagraphOptions = {}): Generator<Paragraph> {
   const every = options.everySeconds ?? PARAGRAPH_DEFAULTS.everySeconds;
   const pause = options.pauseSeconds ?? PARAGRAPH_DEFAULTS.pauseSeconds;
-  let current: { start: number; speaker: string | null; labelled: boolean; words: Word[] } | null = null;
+  let head: Word | null = null; // the current paragraph's first word
+  let group: Word[] = [];
   let lastEnd = 0;
+  let labelled = false;
   let lastSpeaker: string | null = null;
-  let first = true;
-  const close = (c: NonNullable<typeof current>): Paragraph => ({
-    start: c.start,
-    end: lastEnd,
-    speaker: c.speaker,
-    speakerLabel: c.labelled ? c.speaker : null,
-    words: c.words,
-    text: c.words.map((w) => w.text.trim()).join(' '),
-  });
   for (const word of words) {
     if (!word.text.trim()) continue;
-    const speakerChanged = current !== null && word.speaker !== current.speaker;
-    if (!current || speakerChanged || word.start - current.start >= every || word.start - lastEnd >= pause) {
-      if (current) yield close(current);
-      const labelled = word.speaker !== null && (first || word.speaker !== lastSpeaker);
-      current = { start: word.start, speaker: word.speaker, labelled, words: [] };
-      lastSpeaker = word.speaker;
-      first = false;
+    if (head && (word.speaker !== head.speaker || word.start - head.start >= every || word.start - lastEnd >= pause)) {
+      yield paragraphOf(head, lastEnd, labelled, group);
+      head = null;
     }
-    current.words.push(word);
+    if (!head) {
+      labelled = word.speaker !== null && (group.length === 0 || word.speaker !== lastSpeaker);
+      lastSpeaker = word.speaker;
+      head = word;
+      group = [];
+    }
+    group.push(word);
     lastEnd = word.end;
   }
-  if (current) yield close(current);
+  if (head) yield paragraphOf(head, lastEnd, labelled, group);
+}
+
+const paragraphOf = (head: Word, end: number, labelled: boolean, words: readonly Word[]): Paragraph =>
+  new WordsParagraph(head.start, end, head.speaker, labelled ? head.speaker : null, words);
+
+/** A class for its `text` getter on the prototype: an object literal with a getter is slower to make than the join it saves. */
+class WordsParagraph implements Paragraph {
+  constructor(
+    readonly start: number,
+    readonly end: number,
+    readonly speaker: string | null,
+    readonly speakerLabel: string | null,
+    readonly words: readonly Word[],
+  ) {}
+
+  get text(): string {
+    return this.words.map((w) => w.text.trim()).join(' ');
+  }
 }
 
 export const paragraphs = (words: readonly Word[], options: ParagraphOptions = {}): Paragraph[] => [...eachParagraph(words, options)];
