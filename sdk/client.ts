@@ -122,7 +122,8 @@ export function createClient(options: ClientOptions) {
       const accepted = await client.importMedia({ ...request, add_media }, o);
       const urls = (accepted as { upload_urls?: Record<string, { upload_url: string }> }).upload_urls ?? {};
       for (const [ref, file] of Object.entries(o.files ?? {})) {
-        await client.uploadFile(file.path, urls[ref].upload_url, { ...o.upload, signal: o.signal });
+        // The URLs were just issued: nothing to ask the server before sending.
+        await client.uploadFile(file.path, urls[ref].upload_url, { fresh: true, ...o.upload, signal: o.signal });
       }
       return client.waitForJob(accepted.job_id, o);
     },
