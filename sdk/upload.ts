@@ -4,6 +4,7 @@ import { request as httpRequest, type ClientRequest, type IncomingMessage } from
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from './errors';
+import { bodyOf, errorOf, header } from './node-http';
 
 export type UploadOptions = {
   /**
@@ -132,11 +133,9 @@ async function sendRest(
     // Once answered, a failure of the rest of the body (the socket closed under it) is no news.
     sending.catch(() => undefined);
     const response = await Promise.race([answered, sending.then(() => answered)]);
-    const chunks: Buffer[] = [];
-    for await (const chunk of response) chunks.push(chunk as Buffer);
-    const headers = new Headers();
-    for (const [name, value] of Object.entries(response.headers)) if (typeof value === 'string') headers.set(name, value);
-    return await heldBy(new Response(Buffer.concat(chunks), { status: response.statusCode, headers }));
+    // Read as node:http gives it: a web Response here would load undici for nothing.
+    const body = await bodyOf(response);
+    return held(response.statusCode ?? 0, header(response, 'range'), body, () => errorOf(response, body));
   } finally {
     request.destroy();
   }
@@ -213,10 +212,16 @@ async function streamThroughFetch(
 }
 
 async function heldBy(response: Response): Promise<number | UploadResult> {
-  if (response.status === 200) return (await response.json()) as UploadResult;
-  if (response.status === 308) {
-    const range = /^bytes=0-(\d+)$/.exec(response.headers.get('range') ?? '');
-    return range ? Number(range[1]) + 1 : 0;
+  const body = response.status === 308 ? null : await response.json().catch(() => null);
+  return held(response.status, response.headers.get('range'), body, () => ApiError.of(response, body));
+}
+
+/** What an answer says the server holds: bytes (308 with its `Range`), the upload's result (200), or the refusal thrown. */
+function held(status: number, range: string | null, body: unknown, refusal: () => ApiError): number | UploadResult {
+  if (status === 200 && typeof body === 'object' && body !== null) return body as UploadResult;
+  if (status === 308) {
+    const end = /^bytes=0-(\d+)$/.exec(range ?? '');
+    return end ? Number(end[1]) + 1 : 0;
   }
-  throw ApiError.of(response, await response.json().catch(() => null));
+  throw refusal();
 }

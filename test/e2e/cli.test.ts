@@ -143,7 +143,7 @@ describe('e2e: the mps CLI against the running service', function () {
     assert.equal(resumeRecords(), '{}', 'no resume record once uploaded');
   });
 
-  it('streams a file and waits, loading only what an import uses (no progress bar library off a terminal, no MCP SDK, no https)', async () => {
+  it('streams a file and waits, loading only what an import uses (no progress bar library off a terminal, no MCP SDK, no https, no undici)', async () => {
     // What the process loaded, written as it exits: its module files and Node's built-in modules.
     const preload = join(dir, 'loaded.js');
     const loaded = join(dir, 'loaded.json');
@@ -174,6 +174,11 @@ describe('e2e: the mps CLI against the running service', function () {
       );
     }
     assert.ok(!builtins.includes('NativeModule https'), 'node:https is not loaded for an http URL');
+    // The POST, the upload and the event stream go by node:http: undici (fetch) is never loaded.
+    assert.deepEqual(
+      builtins.filter((m) => m.includes('undici')),
+      [],
+    );
     assert.equal(resumeRecords(), '{}');
   });
 

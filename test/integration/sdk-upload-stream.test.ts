@@ -1,52 +1,13 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient, type Client } from '../../sdk/client';
 import { BASE_URL, startHarness, type Harness } from '../fixtures/harness';
+import { recordingProxy } from '../fixtures/recording-proxy';
 import { waitFor } from '../fixtures/wait';
-
-type Put = { range: string; bytes: number; sha256: string; status: number };
-
-/**
- * A loopback proxy in front of the service that records every PUT: its Content-Range, how many
- * body bytes came through, their SHA-256 and the answer's status, so a test sees exactly what the
- * client sent, byte for byte.
- */
-async function recordingProxy(target: string): Promise<{ url: string; puts: Put[]; close(): Promise<void> }> {
-  const puts: Put[] = [];
-  const server: Server = createServer((req, res) => {
-    const to = new URL(req.url ?? '/', target);
-    const put: Put = { range: String(req.headers['content-range'] ?? ''), bytes: 0, sha256: '', status: 0 };
-    const hash = createHash('sha256');
-    if (req.method === 'PUT') puts.push(put);
-    const upstream = httpRequest(to, { method: req.method, headers: { ...req.headers, host: to.host } }, (answer) => {
-      put.status = answer.statusCode ?? 0;
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
-    upstream.on('error', () => res.destroy());
-    // A client that stops mid-body (an abort) cuts the forwarded request the same way.
-    req.on('error', () => upstream.destroy());
-    req.on('close', () => req.complete || upstream.destroy());
-    res.on('error', () => undefined);
-    req.on('data', (chunk: Buffer) => {
-      put.bytes += chunk.length;
-      hash.update(chunk);
-    });
-    req.on('end', () => (put.sha256 = hash.digest('hex')));
-    req.pipe(upstream);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    puts,
-    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
-  };
-}
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
