@@ -18,7 +18,8 @@ import { admin, build, ROOT, stop, type Started } from './processes';
 const exec = promisify(execFile);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_CLI_ROUNDS ?? 3));
 
-export type CliImportFigures = { sizeMB: number; cliMs: number; handMs: number; rounds: number };
+/** Medians, and each round's times (ms) in the order run: the machine's noise is seen in them. */
+export type CliImportFigures = { sizeMB: number; cliMs: number; handMs: number; rounds: number; cliRuns: number[]; handRuns: number[] };
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const seconds = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
@@ -82,7 +83,8 @@ export async function measureCliImport(): Promise<CliImportFigures> {
       hand.push(await byHand(round));
       cli.push(await byCli(round));
     }
-    return { sizeMB: size / 1e6, cliMs: median(cli), handMs: median(hand), rounds: ROUNDS };
+    const ms = (xs: number[]) => xs.map((x) => Math.round(x));
+    return { sizeMB: size / 1e6, cliMs: median(cli), handMs: median(hand), rounds: ROUNDS, cliRuns: ms(cli), handRuns: ms(hand) };
   } finally {
     await stop(serve);
     rmSync(dir, { recursive: true, force: true });

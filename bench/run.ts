@@ -352,6 +352,8 @@ async function cliImport(): Promise<boolean> {
       met: ratio <= 1.1,
     },
   ]);
+  // The rounds as run, in turns: on a shared machine the spread says how far to trust the medians.
+  console.log(`rounds (ms): by hand ${n.handRuns.join(', ')}; mps ${n.cliRuns.join(', ')}`);
   return ratio <= 1.1;
 }
 

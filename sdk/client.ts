@@ -4,6 +4,7 @@ import { retrying } from './retry';
 import { waitForJob as waitJob, type Job, type WaitOptions } from './jobs';
 import { uploadFile, type UploadOptions, type UploadResult } from './upload';
 import { ApiError } from './errors';
+import { requestJson } from './node-http';
 
 export { ApiError } from './errors';
 export type { Job, WaitOptions } from './jobs';
@@ -20,6 +21,9 @@ export type { components, operations, paths } from './schema';
 export type Schemas = components['schemas'];
 type Body<Op extends keyof operations> = operations[Op] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
 type Query<Op extends keyof operations> = operations[Op]['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;
+type Created<Op extends keyof operations> = operations[Op]['responses'] extends { 201: { content: { 'application/json': infer A } } }
+  ? A
+  : never;
 
 export type ClientOptions = {
   /** The API's base URL, ending in /v1 (BASE_URL). */
@@ -43,64 +47,86 @@ export type Client = ReturnType<typeof createClient>;
 
 export function createClient(options: ClientOptions) {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
-  const fetch = retrying(options.fetch ?? globalThis.fetch, {
-    maxAttempts: options.maxAttempts ?? 4,
-    maxRetryAfterSeconds: options.maxRetryAfterSeconds ?? 60,
-  });
-  const api = createFetchClient<paths>({ baseUrl, fetch, headers: { Authorization: `Bearer ${options.token}` } });
-  const headers = (o?: RequestOptions) => (o?.idempotencyKey ? { 'Idempotency-Key': o.idempotencyKey } : {});
+  const retry = { maxAttempts: options.maxAttempts ?? 4, maxRetryAfterSeconds: options.maxRetryAfterSeconds ?? 60 };
+  const fetch = retrying(options.fetch ?? globalThis.fetch, retry);
+  // Made at first use: openapi-fetch reads globalThis.Request, which loads undici (node-http.ts says why that matters).
+  let made: ReturnType<typeof createFetchClient<paths>> | undefined;
+  const api = () => (made ??= createFetchClient<paths>({ baseUrl, fetch, headers: { Authorization: `Bearer ${options.token}` } }));
+  const headers = (o?: RequestOptions): Record<string, string> => (o?.idempotencyKey ? { 'Idempotency-Key': o.idempotencyKey } : {});
+  /** A creating POST by node:http, when the client has no fetch of the caller's own. */
+  const postJson = <T>(path: string, body: unknown, o?: RequestOptions) =>
+    requestJson<T>(
+      `${baseUrl}${path}`,
+      {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${options.token}`, 'Content-Type': 'application/json', ...headers(o) },
+        body: JSON.stringify(body),
+        signal: o?.signal,
+      },
+      retry,
+    );
 
   const client = {
     /** The openapi-fetch client itself, for anything the methods below do not cover. */
-    api,
-    status: () => answer(api.GET('/status')),
-    agentModels: () => answer(api.GET('/agent/models')),
-    getJob: (jobId: string, o?: RequestOptions) =>
-      answer(api.GET('/jobs/{job_id}', { params: { path: { job_id: jobId } }, signal: o?.signal })),
-    listJobs: (query: Query<'listJobs'> = {}) => answer(api.GET('/jobs', { params: { query } })),
-    async cancelJob(jobId: string): Promise<void> {
-      await answer(api.DELETE('/jobs/{job_id}', { params: { path: { job_id: jobId } } }));
+    get api() {
+      return api();
     },
-    deliveries: (jobId: string) => answer(api.GET('/jobs/{job_id}/deliveries', { params: { path: { job_id: jobId } } })),
+    status: () => answer(api().GET('/status')),
+    agentModels: () => answer(api().GET('/agent/models')),
+    getJob: (jobId: string, o?: RequestOptions) =>
+      answer(api().GET('/jobs/{job_id}', { params: { path: { job_id: jobId } }, signal: o?.signal })),
+    listJobs: (query: Query<'listJobs'> = {}) => answer(api().GET('/jobs', { params: { query } })),
+    async cancelJob(jobId: string): Promise<void> {
+      await answer(api().DELETE('/jobs/{job_id}', { params: { path: { job_id: jobId } } }));
+    },
+    deliveries: (jobId: string) => answer(api().GET('/jobs/{job_id}/deliveries', { params: { path: { job_id: jobId } } })),
     redeliver: (jobId: string, o?: RequestOptions) =>
-      answer(api.POST('/jobs/{job_id}/deliveries', { params: { path: { job_id: jobId }, header: headers(o) } })),
-    importMedia: (body: Body<'importProjectMedia'>, o?: RequestOptions) =>
-      answer(api.POST('/jobs/import/project_media', { body, params: { header: headers(o) }, signal: o?.signal })),
+      answer(api().POST('/jobs/{job_id}/deliveries', { params: { path: { job_id: jobId }, header: headers(o) } })),
+    // By node:http unless the caller gave a fetch: the first request of `mps import`, before its upload.
+    importMedia: (body: Body<'importProjectMedia'>, o?: RequestOptions): Promise<Created<'importProjectMedia'>> =>
+      options.fetch
+        ? answer(api().POST('/jobs/import/project_media', { body, params: { header: headers(o) }, signal: o?.signal }))
+        : postJson<Created<'importProjectMedia'>>('/jobs/import/project_media', body, o),
     agent: (body: Body<'agentPrompt'>, o?: RequestOptions) =>
-      answer(api.POST('/jobs/agent', { body, params: { header: headers(o) }, signal: o?.signal })),
+      answer(api().POST('/jobs/agent', { body, params: { header: headers(o) }, signal: o?.signal })),
     publish: (body: Body<'publish'>, o?: RequestOptions) =>
-      answer(api.POST('/jobs/publish', { body, params: { header: headers(o) }, signal: o?.signal })),
-    listProjects: (query: Query<'listProjects'> = {}) => answer(api.GET('/projects', { params: { query } })),
-    getProject: (projectId: string) => answer(api.GET('/projects/{project_id}', { params: { path: { project_id: projectId } } })),
-    search: (query: Query<'search'>) => answer(api.GET('/search', { params: { query } })),
+      answer(api().POST('/jobs/publish', { body, params: { header: headers(o) }, signal: o?.signal })),
+    listProjects: (query: Query<'listProjects'> = {}) => answer(api().GET('/projects', { params: { query } })),
+    getProject: (projectId: string) => answer(api().GET('/projects/{project_id}', { params: { path: { project_id: projectId } } })),
+    search: (query: Query<'search'>) => answer(api().GET('/search', { params: { query } })),
     getTranscript: (projectId: string, compositionId: string) =>
       answer(
-        api.GET('/projects/{project_id}/compositions/{composition_id}/transcript', {
+        api().GET('/projects/{project_id}/compositions/{composition_id}/transcript', {
           params: { path: { project_id: projectId, composition_id: compositionId } },
         }),
       ),
     editTranscript: (projectId: string, compositionId: string, body: Body<'editTranscript'>) =>
       answer(
-        api.PUT('/projects/{project_id}/compositions/{composition_id}/transcript', {
+        api().PUT('/projects/{project_id}/compositions/{composition_id}/transcript', {
           params: { path: { project_id: projectId, composition_id: compositionId } },
           body,
         }),
       ),
     conversation: (projectId: string, conversationId: string) =>
       answer(
-        api.GET('/projects/{project_id}/conversations/{conversation_id}', {
+        api().GET('/projects/{project_id}/conversations/{conversation_id}', {
           params: { path: { project_id: projectId, conversation_id: conversationId } },
         }),
       ),
-    exportTranscript: (body: Body<'exportTranscript'>) => fileAnswer(api.POST('/export/transcript', { body, parseAs: 'stream' })),
+    exportTranscript: (body: Body<'exportTranscript'>) => fileAnswer(api().POST('/export/transcript', { body, parseAs: 'stream' })),
     exportTimeline: (body: Body<'exportTimeline'>, query: Query<'exportTimeline'> = {}) =>
-      fileAnswer(api.POST('/export/timeline', { body, params: { query }, parseAs: 'stream' })),
+      fileAnswer(api().POST('/export/timeline', { body, params: { query }, parseAs: 'stream' })),
     createEditInLink: (body: Body<'createEditInLink'>, o?: RequestOptions) =>
-      answer(api.POST('/edit_in_descript/schema', { body, params: { header: headers(o) } })),
+      answer(api().POST('/edit_in_descript/schema', { body, params: { header: headers(o) } })),
 
     /** Until the job is stopped or cancelled: its live events when the server has them, else polling. */
     waitForJob: (jobId: string, o: WaitOptions = {}): Promise<Job> =>
-      waitJob({ baseUrl, token: options.token, fetch, getJob: (id, signal) => client.getJob(id, { signal }) }, jobId, o),
+      waitJob(
+        // The event stream by node:http unless the caller gave a fetch: `mps import --wait` opens it during the upload.
+        { baseUrl, token: options.token, fetch, http: !options.fetch, getJob: (id, signal) => client.getJob(id, { signal }) },
+        jobId,
+        o,
+      ),
     /** Uploads a file to an import's `upload_url` in resumable parts, from what the server already has. */
     uploadFile: (path: string, uploadUrl: string, o: UploadOptions = {}): Promise<UploadResult> =>
       // A fetch of the caller's own (a proxy's, a test's) carries the upload too.
@@ -122,7 +148,8 @@ export function createClient(options: ClientOptions) {
       const accepted = await client.importMedia({ ...request, add_media }, o);
       const urls = (accepted as { upload_urls?: Record<string, { upload_url: string }> }).upload_urls ?? {};
       for (const [ref, file] of Object.entries(o.files ?? {})) {
-        await client.uploadFile(file.path, urls[ref].upload_url, { ...o.upload, signal: o.signal });
+        // The URLs were just issued: nothing to ask the server before sending.
+        await client.uploadFile(file.path, urls[ref].upload_url, { fresh: true, ...o.upload, signal: o.signal });
       }
       return client.waitForJob(accepted.job_id, o);
     },

@@ -16,11 +16,16 @@ export class ApiError extends Error {
 
   /** From an error response and its parsed body (openapi-fetch's `error`: JSON, or text). */
   static of(response: Response, body: unknown): ApiError {
-    const retryAfter = retryAfterSeconds(response.headers.get('retry-after'));
+    return ApiError.from(response.status, response.statusText, response.headers.get('retry-after'), body);
+  }
+
+  /** From an error answer's status, status text, `Retry-After` and parsed body, however it was received. */
+  static from(status: number, statusText: string, retryAfterHeader: string | null, body: unknown): ApiError {
+    const retryAfter = retryAfterSeconds(retryAfterHeader);
     if (typeof body === 'object' && body !== null && typeof (body as { error?: unknown }).error === 'string') {
       const b = body as { error: string; message?: unknown; state?: unknown };
       return new ApiError(
-        response.status,
+        status,
         b.error,
         typeof b.message === 'string' ? b.message : b.error,
         typeof b.state === 'string' ? b.state : undefined,
@@ -29,7 +34,7 @@ export class ApiError extends Error {
     }
     // Not the API's error shape (a proxy's page): say what came back.
     const text = typeof body === 'string' && body ? `: ${body.slice(0, 200)}` : '';
-    return new ApiError(response.status, 'http_error', `HTTP ${response.status} ${response.statusText}${text}`, undefined, retryAfter);
+    return new ApiError(status, 'http_error', `HTTP ${status} ${statusText}${text}`, undefined, retryAfter);
   }
 }
 

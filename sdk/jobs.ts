@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from './errors';
+import { bodyOf, errorOf, header, send } from './node-http';
 import type { components } from './schema';
 
 export type Job = components['schemas']['job'];
@@ -16,6 +17,8 @@ type JobSource = {
   baseUrl: string;
   token: string;
   fetch: typeof globalThis.fetch;
+  /** The event stream by node:http rather than `fetch` (the client has no fetch of the caller's own). */
+  http?: boolean;
   getJob: (jobId: string, signal?: AbortSignal) => Promise<Job>;
 };
 
@@ -50,24 +53,22 @@ async function followEvents(
   signal: AbortSignal | undefined,
   seen: (job: Job) => Job,
 ): Promise<Job | null> {
-  let response: Response;
+  const url = `${source.baseUrl}/jobs/${encodeURIComponent(jobId)}/events`;
+  const headers = { Authorization: `Bearer ${source.token}`, Accept: 'text/event-stream' };
+  let stream: EventStream;
   try {
-    response = await source.fetch(`${source.baseUrl}/jobs/${encodeURIComponent(jobId)}/events`, {
-      headers: { Authorization: `Bearer ${source.token}`, Accept: 'text/event-stream' },
-      signal,
-    });
+    stream = await (source.http ? eventsByHttp(url, headers, signal) : eventsByFetch(source.fetch, url, headers, signal));
   } catch (err) {
     if (signal?.aborted) throw err;
     return null;
   }
-  const type = response.headers.get('content-type') ?? '';
-  if (response.status === 401 || response.status === 403) throw ApiError.of(response, await response.json().catch(() => null));
-  if (!response.ok || !type.startsWith('text/event-stream') || !response.body) {
-    await response.body?.cancel();
+  if (stream.status === 401 || stream.status === 403) throw await stream.refusal();
+  if (stream.status < 200 || stream.status > 299 || !stream.type.startsWith('text/event-stream')) {
+    stream.close();
     return null;
   }
   try {
-    for await (const data of eventData(response.body)) {
+    for await (const data of eventData(stream.body)) {
       const job = seen(JSON.parse(data) as Job);
       if (isFinal(job)) return job;
     }
@@ -77,30 +78,56 @@ async function followEvents(
   return null;
 }
 
-/** The `data` of each event of a Server-Sent Events stream (multi-line data joined by newlines). */
-export async function* eventData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+/** An answer to `GET /jobs/{id}/events`, however it was requested. */
+type EventStream = { status: number; type: string; body: AsyncIterable<Uint8Array>; refusal(): Promise<ApiError>; close(): void };
+
+async function eventsByFetch(
+  fetch: typeof globalThis.fetch,
+  url: string,
+  headers: Record<string, string>,
+  signal?: AbortSignal,
+): Promise<EventStream> {
+  const response = await fetch(url, { headers, signal });
+  return {
+    status: response.status,
+    type: response.headers.get('content-type') ?? '',
+    body: response.body ?? (async function* () {})(),
+    refusal: async () => ApiError.of(response, await response.json().catch(() => null)),
+    close: () => void response.body?.cancel().catch(() => undefined),
+  };
+}
+
+async function eventsByHttp(url: string, headers: Record<string, string>, signal?: AbortSignal): Promise<EventStream> {
+  const response = await send(url, { method: 'GET', headers, signal });
+  return {
+    status: response.statusCode ?? 0,
+    type: header(response, 'content-type') ?? '',
+    body: response,
+    refusal: async () => errorOf(response, await bodyOf(response)),
+    close: () => response.destroy(),
+  };
+}
+
+/**
+ * The `data` of each event of a Server-Sent Events stream (multi-line data joined by newlines):
+ * a web stream's body or a node:http answer. Leaving early closes the stream.
+ */
+export async function* eventData(body: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
   const decoder = new TextDecoder();
-  const reader = body.getReader();
   let buffer = '';
   let data: string[] = [];
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += decoder.decode(value, { stream: true });
-      let newline: number;
-      while ((newline = buffer.search(/\r?\n/)) >= 0) {
-        const line = buffer.slice(0, newline);
-        buffer = buffer.slice(newline + (buffer[newline] === '\r' ? 2 : 1));
-        if (line === '') {
-          if (data.length > 0) yield data.join('\n');
-          data = [];
-        } else if (line.startsWith('data:')) {
-          data.push(line.slice(5).replace(/^ /, ''));
-        }
+  for await (const value of body) {
+    buffer += decoder.decode(value, { stream: true });
+    let newline: number;
+    while ((newline = buffer.search(/\r?\n/)) >= 0) {
+      const line = buffer.slice(0, newline);
+      buffer = buffer.slice(newline + (buffer[newline] === '\r' ? 2 : 1));
+      if (line === '') {
+        if (data.length > 0) yield data.join('\n');
+        data = [];
+      } else if (line.startsWith('data:')) {
+        data.push(line.slice(5).replace(/^ /, ''));
       }
     }
-  } finally {
-    await reader.cancel().catch(() => undefined);
   }
 }

@@ -1,8 +1,9 @@
 import { basename, extname } from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
-import { ApiError, type Client } from '../../sdk/client';
+import type { Client } from '../../sdk/client';
+import { ApiError } from '../../sdk/errors';
 import { CliError, Exit, isAbort } from '../lib/exit';
-import { waitAndReport } from '../lib/jobs';
+import { followJob, type FollowedJob } from '../lib/jobs';
 import { formatBytes, note, printFields, printJson } from '../lib/output';
 import { byteProgress } from '../lib/progress';
 import { findRecord, identify, removeRecord, saveRecords, type FileIdentity, type UploadRecord } from '../lib/resume';
@@ -32,8 +33,19 @@ export function registerImport(program: Command): void {
         const { jobId, uploads } = resumed ?? (await startImport(ctx, client, urls, files, opts));
         if (resumed) note(`resuming the upload of job ${jobId}`);
         const partSize = opts.partSize ?? envPartSize();
-        for (const upload of uploads) await uploadOne(ctx, client, upload, jobId, partSize);
-        if (opts.wait) await waitAndReport(ctx, client, jobId);
+        // With --wait the job is followed from the first bytes of its upload on (opening its event
+        // stream before them would only delay them), so its stop is seen as it happens.
+        let following: FollowedJob | undefined;
+        const follow = () => (opts.wait ? (following ??= followJob(ctx, client, jobId)) : undefined);
+        try {
+          // A new job's upload URLs hold nothing yet; a resumed one asks the server where it stopped.
+          for (const upload of uploads) await uploadOne(ctx, client, upload, jobId, { partSize, fresh: !resumed }, follow);
+        } catch (err) {
+          following?.cancel();
+          throw err;
+        }
+        const followed = follow();
+        if (followed) await followed.report();
         else if (!ctx.json || resumed) {
           // The API's answer was printed already with --json; a resumed job is read again.
           const job = await client.getJob(jobId);
@@ -125,13 +137,23 @@ async function startImport(
   return { jobId: accepted.job_id, uploads };
 }
 
-async function uploadOne(ctx: Context, client: Client, upload: Upload, jobId: string, partSize: number | undefined): Promise<void> {
-  const bar = byteProgress(upload.file.ref);
+async function uploadOne(
+  ctx: Context,
+  client: Client,
+  upload: Upload,
+  jobId: string,
+  how: { partSize: number | undefined; fresh: boolean },
+  onBytes: () => void,
+): Promise<void> {
+  const bar = await byteProgress(upload.file.ref);
   try {
     await client.uploadFile(upload.file.path, upload.url, {
-      partSize,
+      ...how,
       signal: ctx.signal,
-      onProgress: (sent, total) => bar.update(sent, total),
+      onProgress: (sent, total) => {
+        bar.update(sent, total);
+        if (sent > 0) onBytes();
+      },
     });
   } catch (err) {
     if (isAbort(err) || ctx.signal.aborted) {

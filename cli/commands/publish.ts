@@ -71,7 +71,7 @@ async function download(url: string, file: string, signal: AbortSignal): Promise
   const response = await fetch(url, { signal });
   if (!response.ok || !response.body) throw new CliError(Exit.refused, `the download answered ${response.status}: ${url}`);
   const total = Number(response.headers.get('content-length') ?? 0);
-  const bar = byteProgress('download');
+  const bar = await byteProgress('download');
   let received = 0;
   const counting = new Transform({
     transform(chunk: Buffer, _encoding, done) {

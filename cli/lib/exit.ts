@@ -1,4 +1,4 @@
-import { ApiError } from '../../sdk/client';
+import { ApiError } from '../../sdk/errors';
 
 /**
  * The exit codes scripts can rely on (README "Clients: the CLI"): they say whose problem it was,

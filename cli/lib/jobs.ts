@@ -35,24 +35,62 @@ export function printJob(job: Job): void {
  * exit 3 when it ends in error or cancelled.
  */
 export async function waitAndReport(ctx: Context, client: Client, jobId: string): Promise<Job> {
-  const job = await client
-    .waitForJob(jobId, {
-      signal: ctx.signal,
-      onUpdate: (j) => {
-        if (!ctx.json) note(`${j.job_id}: ${jobLine(j)}`);
-      },
-    })
-    .catch((err: unknown) => {
-      // Ctrl-C stops the waiting, not the job: say how to find it again.
-      if (ctx.signal.aborted) {
-        throw new CliError(Exit.interrupted, `interrupted: job ${jobId} goes on (mps jobs watch ${jobId}, or mps jobs cancel ${jobId})`);
-      }
-      throw err;
-    });
-  if (ctx.json) printJson(job);
-  else printJob(job);
-  failUnlessSucceeded(job);
-  return job;
+  return followJob(ctx, client, jobId).report();
+}
+
+export type FollowedJob = {
+  /** Prints the state reached so far and each change from now on, then the final job (as `waitAndReport`). */
+  report(): Promise<Job>;
+  /** Stops following (the command failed before `report`); the job itself goes on. */
+  cancel(): void;
+};
+
+/**
+ * Follows the job's changes from now on, quietly until `report`: `mps import --wait` opens the
+ * job's event stream while its files upload (a progress bar owns the terminal meanwhile), so the
+ * job's stop is seen as it happens, not after a new connection once the last byte is sent.
+ */
+export function followJob(ctx: Context, client: Client, jobId: string): FollowedJob {
+  const stopped = new AbortController();
+  const stop = () => stopped.abort();
+  ctx.signal.addEventListener('abort', stop, { once: true });
+  let reporting = false;
+  let latest: Job | undefined;
+  const print = (j: Job) => {
+    if (!ctx.json) note(`${j.job_id}: ${jobLine(j)}`);
+  };
+  const done = client.waitForJob(jobId, {
+    signal: stopped.signal,
+    onUpdate: (j) => {
+      latest = j;
+      if (reporting) print(j);
+    },
+  });
+  // Until `report` awaits it, a failure (a cancel among them) is nobody's to hear.
+  done.catch(() => undefined);
+  return {
+    cancel: stop,
+    async report() {
+      reporting = true;
+      if (latest) print(latest);
+      const job = await done
+        .catch((err: unknown) => {
+          // Ctrl-C stops the waiting, not the job: say how to find it again.
+          if (ctx.signal.aborted) {
+            throw new CliError(
+              Exit.interrupted,
+              `interrupted: job ${jobId} goes on (mps jobs watch ${jobId}, or mps jobs cancel ${jobId})`,
+            );
+          }
+          throw err;
+        })
+        .finally(() => ctx.signal.removeEventListener('abort', stop));
+      if (ctx.json) printJson(job);
+      else printJob(job);
+      failUnlessSucceeded(job);
+      return job;
+    },
+  };
 }
 
 export function failUnlessSucceeded(job: Job): void {

@@ -1,14 +1,15 @@
-import { Presets, SingleBar } from 'cli-progress';
 import { formatBytes } from './output';
 
 export type ByteProgress = { update(sent: number, total: number): void; stop(): void };
 
 /**
  * A progress bar by bytes on stderr, drawn only when stderr is a terminal: in a pipe or a log it
- * would be a stream of carriage returns, and stdout must stay parseable either way.
+ * would be a stream of carriage returns, and stdout must stay parseable either way. cli-progress
+ * is loaded only then (it costs a command ~10 ms to start).
  */
-export function byteProgress(label: string, stream: NodeJS.WriteStream = process.stderr): ByteProgress {
+export async function byteProgress(label: string, stream: NodeJS.WriteStream = process.stderr): Promise<ByteProgress> {
   if (!stream.isTTY) return { update: () => undefined, stop: () => undefined };
+  const { Presets, SingleBar } = await import('cli-progress');
   const bar = new SingleBar(
     {
       stream,

@@ -1,4 +1,5 @@
-import { readFile, stat } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { configDir, writePrivate } from './config';
 
@@ -21,9 +22,10 @@ export async function identify(path: string): Promise<FileIdentity> {
   return { key: `${absolute}|${s.size}|${s.mtimeMs}`, path: absolute, size: s.size };
 }
 
-async function readAll(): Promise<Record<string, UploadRecord>> {
+/** Read synchronously, as `writePrivate` writes (a small file on the path to the first byte). */
+function readAll(): Record<string, UploadRecord> {
   try {
-    return JSON.parse(await readFile(join(configDir(), FILE), 'utf8')) as Record<string, UploadRecord>;
+    return JSON.parse(readFileSync(join(configDir(), FILE), 'utf8')) as Record<string, UploadRecord>;
   } catch {
     // None yet, or unreadable: an upload then starts over, which loses time, not data.
     return {};
@@ -31,17 +33,17 @@ async function readAll(): Promise<Record<string, UploadRecord>> {
 }
 
 export async function findRecord(key: string): Promise<UploadRecord | undefined> {
-  return (await readAll())[key];
+  return readAll()[key];
 }
 
 export async function saveRecords(records: Map<string, UploadRecord>): Promise<void> {
-  const all = await readAll();
+  const all = readAll();
   for (const [key, record] of records) all[key] = record;
   await writePrivate(FILE, `${JSON.stringify(all, null, 2)}\n`);
 }
 
 export async function removeRecord(key: string): Promise<void> {
-  const all = await readAll();
+  const all = readAll();
   if (!(key in all)) return;
   delete all[key];
   await writePrivate(FILE, `${JSON.stringify(all, null, 2)}\n`);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -141,6 +141,45 @@ describe('e2e: the mps CLI against the running service', function () {
     assert.equal(status['mp4-2s.mp4'].status, 'success');
     assert.ok(Math.abs(status['mp4-2s.mp4'].duration_seconds - 2) < 0.2);
     assert.equal(resumeRecords(), '{}', 'no resume record once uploaded');
+  });
+
+  it('streams a file and waits, loading only what an import uses (no progress bar library off a terminal, no MCP SDK, no https, no undici)', async () => {
+    // What the process loaded, written as it exits: its module files and Node's built-in modules.
+    const preload = join(dir, 'loaded.js');
+    const loaded = join(dir, 'loaded.json');
+    writeFileSync(
+      preload,
+      `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(loaded)}, JSON.stringify({ files: Object.keys(require.cache), builtins: process.moduleLoadList })));\n`,
+    );
+    const run = ok(await mps(['import', bigWav, '--name', 'Streamed', '--wait'], { env: { NODE_OPTIONS: `--require ${preload}` } }));
+    assert.match(run.stdout, /result:\s+success/);
+    // The job is followed during the upload, quietly: its lines come after the upload's.
+    const uploaded = run.stderr.indexOf('uploaded wav-long.wav');
+    assert.ok(uploaded >= 0 && uploaded < run.stderr.indexOf('stopped: success'), run.stderr);
+    const { files, builtins } = JSON.parse(readFileSync(loaded, 'utf8')) as { files: string[]; builtins: string[] };
+    assert.ok(
+      files.some((f) => f.endsWith(join('dist', 'cli', 'commands', 'import.js'))),
+      'the preload saw the CLI',
+    );
+    for (const heavy of [
+      /node_modules\/cli-progress\//,
+      /node_modules\/@modelcontextprotocol\//,
+      /node_modules\/zod\//,
+      /cli\/mcp\/server/,
+    ]) {
+      assert.deepEqual(
+        files.filter((f) => heavy.test(f)),
+        [],
+        `${heavy} is not loaded`,
+      );
+    }
+    assert.ok(!builtins.includes('NativeModule https'), 'node:https is not loaded for an http URL');
+    // The POST, the upload and the event stream go by node:http: undici (fetch) is never loaded.
+    assert.deepEqual(
+      builtins.filter((m) => m.includes('undici')),
+      [],
+    );
+    assert.equal(resumeRecords(), '{}');
   });
 
   it('resumes an upload interrupted by Ctrl-C when the same command runs again', async () => {
