@@ -43,6 +43,7 @@ describe('timeline export formats', () => {
     clips,
     markers,
     media: new Map([CAM, VO].map((m) => [m.ref, m])),
+    sequences: new Map(),
     ...over,
   });
 
