@@ -137,7 +137,14 @@ describe('timeline export (HTTP, embedded adapters)', function () {
     let record = 0;
     return clips.map((c) => {
       const [sourceIn, sourceOut] = [Math.round(c.in * 25), Math.round(c.out * 25)];
-      const clip = { file: 'Interview_cam_1.mp4', sourceIn, sourceOut, recordIn: record, recordOut: record + sourceOut - sourceIn };
+      const clip = {
+        lane: 0,
+        file: 'Interview_cam_1.mp4',
+        sourceIn,
+        sourceOut,
+        recordIn: record,
+        recordOut: record + sourceOut - sourceIn,
+      };
       record = clip.recordOut;
       return clip;
     });

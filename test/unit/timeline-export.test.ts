@@ -52,7 +52,7 @@ describe('timeline export formats', () => {
     let record = 0;
     return list.map((c) => {
       const [sourceIn, sourceOut] = [Math.round(c.in * fps), Math.round(c.out * fps)];
-      const clip = { file: files.get(c.media)!, sourceIn, sourceOut, recordIn: record, recordOut: record + sourceOut - sourceIn };
+      const clip = { lane: 0, file: files.get(c.media)!, sourceIn, sourceOut, recordIn: record, recordOut: record + sourceOut - sourceIn };
       record = clip.recordOut;
       return clip;
     });
