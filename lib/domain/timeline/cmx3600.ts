@@ -57,14 +57,29 @@ function lanesWith(t: FramedTimeline, stream: 'audio' | 'video', most: number, h
 function channelsOf(t: FramedTimeline): Map<FramedClip, string> {
   const audioLanes = lanesWith(t, 'audio', 2, 'two audio tracks');
   lanesWith(t, 'video', 1, 'one video track');
-  const overlapped = (c: FramedClip) =>
-    t.clips.some((o) => o.lane !== c.lane && o.media.has_audio && o.recordIn < c.recordOut && c.recordIn < o.recordOut);
+  const overlapped = soundingTogether(t.clips);
   const channels = new Map<FramedClip, string>();
   for (const c of t.clips) {
-    const audio = !c.media.has_audio ? '' : !overlapped(c) ? 'AA' : audioLanes.indexOf(c.lane) === 0 ? 'A' : 'A2';
+    const audio = !c.media.has_audio ? '' : !overlapped.has(c) ? 'AA' : audioLanes.indexOf(c.lane) === 0 ? 'A' : 'A2';
     channels.set(c, c.media.has_video ? (audio ? `${audio}/V` : 'V') : audio);
   }
   return channels;
+}
+
+/**
+ * The clips with sound while a clip of another lane sounds. One pass in record order: the clips
+ * still sounding when one starts are at most one per lane, so an hour cut into thousands of clips
+ * costs no more than its clips.
+ */
+function soundingTogether(clips: readonly FramedClip[]): Set<FramedClip> {
+  const together = new Set<FramedClip>();
+  let sounding: FramedClip[] = [];
+  for (const c of clips.filter((c) => c.media.has_audio)) {
+    sounding = sounding.filter((o) => o.recordOut > c.recordIn);
+    for (const o of sounding.filter((o) => o.lane !== c.lane)) together.add(o).add(c);
+    sounding.push(c);
+  }
+  return together;
 }
 
 /** A title line keeps to printable ASCII: EDL readers are byte-oriented and some stop at anything else. */

@@ -80,8 +80,12 @@ function spineOf(t: FramedTimeline): SpineItem[] {
     at = c.recordOut;
   }
   gapTo(t.length);
-  for (const c of t.clips.filter((c) => c.lane !== 0))
-    items.find((item) => item.recordIn <= c.recordIn && c.recordIn < item.recordOut)!.connected.push(c);
+  // Both in record order: walk the spine once.
+  let i = 0;
+  for (const c of t.clips.filter((c) => c.lane !== 0)) {
+    while (items[i].recordOut <= c.recordIn) i++;
+    items[i].connected.push(c);
+  }
   return items;
 }
 
