@@ -6,6 +6,7 @@ import { zipLength, zipStream, type ZipEntry } from '../../lib/adapters/zip/zip-
 import type { Clip, Marker } from '../../lib/domain/edl';
 import { invalidInput, notFound } from '../../lib/domain/errors';
 import { streams } from '../../lib/domain/ids';
+import type { SequenceTrack } from '../../lib/domain/import';
 import type { MediaImported } from '../../lib/domain/project';
 import {
   rateOf,
@@ -75,7 +76,7 @@ async function exportInput(deps: TimelineExportDeps, project: ProjectDoc, compos
     height: Number(doc.height) || 1080,
     clips,
     markers: (doc.markers ?? []) as Marker[],
-    media: timelineMedia(project.media, stored, clips),
+    ...timelineMedia(project.media, stored, clips),
   };
   return { input, stored };
 }
@@ -95,33 +96,52 @@ async function storedMedia(store: EventStore, projectId: string): Promise<Map<st
   return media;
 }
 
-/** The media the clips play, with their stable names (numbered over the whole project, so they never change with the composition). */
+/**
+ * The media files the clips play, a sequence's being its tracks' files, with their stable names
+ * (numbered over the whole project, so they never change with the composition); and the
+ * sequences the clips play, by reference.
+ */
 function timelineMedia(
   project: readonly ProjectMediaEntry[],
   stored: ReadonlyMap<string, StoredMedia>,
   clips: readonly Clip[],
-): Map<string, TimelineMedia> {
+): Pick<TimelineInput, 'media' | 'sequences'> {
   const names = stableFileNames(project);
   const byRef = new Map(project.map((m) => [m.ref, m]));
-  const media = new Map<string, TimelineMedia>();
-  for (const ref of new Set(clips.map((c) => c.media))) {
+  const entryOf = (ref: string) => {
     const m = byRef.get(ref);
     if (!m) throw notFound(`media ${JSON.stringify(ref)} of the composition is not in the project`);
-    if (m.tracks)
-      throw invalidInput(
-        `the composition plays the multitrack sequence ${JSON.stringify(ref)}; timelines of sequences cannot be exported yet`,
-      );
-    const s = stored.get(ref);
-    media.set(ref, {
-      ref,
-      file: names.get(ref)!,
+    return m;
+  };
+  const media = new Map<string, TimelineMedia>();
+  const sequences = new Map<string, readonly SequenceTrack[]>();
+  const addFile = (m: ProjectMediaEntry) => {
+    const s = stored.get(m.ref);
+    const rate = s?.rate ?? null;
+    media.set(m.ref, {
+      ref: m.ref,
+      file: names.get(m.ref)!,
       duration: m.duration,
       has_video: m.has_video,
       has_audio: s?.has_audio ?? m.type !== 'image',
-      rate: s?.rate ?? null,
+      rate,
     });
+  };
+  for (const ref of new Set(clips.map((c) => c.media))) {
+    const m = entryOf(ref);
+    if (!m.tracks) {
+      addFile(m);
+      continue;
+    }
+    sequences.set(ref, m.tracks);
+    for (const t of m.tracks) {
+      const track = entryOf(t.media);
+      // The import makes tracks of files only; a history that says otherwise cannot be laid out on lanes.
+      if (track.tracks) throw invalidInput(`the sequence ${JSON.stringify(ref)} has a track that is itself a sequence`);
+      addFile(track);
+    }
   }
-  return media;
+  return { media, sequences };
 }
 
 /**

@@ -137,7 +137,14 @@ describe('timeline export (HTTP, embedded adapters)', function () {
     let record = 0;
     return clips.map((c) => {
       const [sourceIn, sourceOut] = [Math.round(c.in * 25), Math.round(c.out * 25)];
-      const clip = { file: 'Interview_cam_1.mp4', sourceIn, sourceOut, recordIn: record, recordOut: record + sourceOut - sourceIn };
+      const clip = {
+        lane: 0,
+        file: 'Interview_cam_1.mp4',
+        sourceIn,
+        sourceOut,
+        recordIn: record,
+        recordOut: record + sourceOut - sourceIn,
+      };
       record = clip.recordOut;
       return clip;
     });
@@ -251,6 +258,169 @@ with zipfile.ZipFile(sys.argv[1]) as z:
       clips.every((c) => c.file === 'Interview_cam_1.mp4'),
       'the timeline names the file beside it',
     );
+  });
+
+  describe('a multitrack sequence (a podcast: one recording per person)', () => {
+    const ANA = randomBytes(200_000);
+    const BEN = randomBytes(120_000);
+    let pod: { projectId: string; compositionId: string };
+    const trioId = randomUUID();
+    /** Ben's recording starts 1.01 s into the sequence (not on a frame) and lasts 8 s, so it ends inside the second clip. */
+    const TRACKS = [
+      { media: 'ana.wav', offset: 0 },
+      { media: 'ben.wav', offset: 1.01 },
+    ];
+    const POD_CLIPS: Clip[] = [
+      { media: 'pod', in: 0.5, out: 6 },
+      { media: 'pod', in: 8, out: 12 },
+    ];
+    /** Worked out by hand at 25 fps (audio only: the default rate); the model's unit test explains each frame. */
+    const WANT: ReadClip[] = [
+      { lane: 0, file: 'ana.wav', sourceIn: 13, sourceOut: 150, recordIn: 0, recordOut: 137 },
+      { lane: 1, file: 'ben.wav', sourceIn: 0, sourceOut: 125, recordIn: 12, recordOut: 137 },
+      { lane: 0, file: 'ana.wav', sourceIn: 200, sourceOut: 300, recordIn: 137, recordOut: 237 },
+      { lane: 1, file: 'ben.wav', sourceIn: 175, sourceOut: 200, recordIn: 137, recordOut: 162 },
+    ];
+
+    before(async () => {
+      const projectId = randomUUID();
+      const compositionId = randomUUID();
+      const write = { newId: randomUUID, metadata: { partition_key: projectId } };
+      const project = {
+        project_id: projectId,
+        drive_id: h.drive.drive_id,
+        name: 'Podcast',
+        folder_path: null,
+        team_access: 'none' as const,
+      };
+      await handleCommand(
+        h.store,
+        streams.project(projectId),
+        projectDecider,
+        { type: 'CreateProject', project: { ...project, created_by: me, job_id: null }, now: T },
+        write,
+      );
+      const file = async (ref: string, bytes: Buffer, duration: number): Promise<DomainEvent> => {
+        const blobKey = `${h.drive.drive_id}/${projectId}/${randomUUID()}`;
+        await h.processorDeps.blobs.put(blobKey, Readable.from([bytes]));
+        const event = mediaImported(projectId, ref, blobKey, duration);
+        return { ...event, data: { ...event.data, media_type: 'audio', has_video: false, size_bytes: bytes.length } } as DomainEvent;
+      };
+      const sequence = (ref: string, tracks: typeof TRACKS): DomainEvent => {
+        const event = mediaImported(projectId, ref, null, 20);
+        return { ...event, data: { ...event.data, media_type: 'sequence', has_video: false, size_bytes: null, tracks } } as DomainEvent;
+      };
+      // "Three": three recordings at once, more than a CMX 3600 EDL's two audio tracks.
+      const compositions = [
+        { id: compositionId, name: 'Episode 1', clips: POD_CLIPS },
+        { id: trioId, name: 'Three', clips: [{ media: 'trio', in: 0, out: 10 }] },
+      ];
+      const events: DomainEvent[] = [
+        await file('ana.wav', ANA, 20),
+        await file('ben.wav', BEN, 8),
+        sequence('pod', TRACKS),
+        sequence('trio', [...TRACKS, { media: 'ana.wav', offset: 5 }]),
+        ...compositions.map((c, n): DomainEvent => ({
+          type: 'CompositionAdded',
+          data: {
+            project_id: projectId,
+            composition_id: c.id,
+            short_id: shortIdOf(c.id),
+            name: c.name,
+            origin: `${projectId}#${n}`,
+            created_at: T,
+          },
+        })),
+      ];
+      const appended = await h.store.append(
+        streams.project(projectId),
+        events.map((e) => ({ id: randomUUID(), type: e.type, data: e.data as never, metadata: write.metadata })),
+        0,
+      );
+      assert.ok(appended.ok);
+      for (const [n, c] of compositions.entries()) {
+        const create: CompositionCommand = {
+          type: 'CreateComposition',
+          composition: {
+            project_id: projectId,
+            composition_id: c.id,
+            short_id: shortIdOf(c.id),
+            name: c.name,
+            clips: c.clips,
+            width: 1280,
+            height: 720,
+            origin: `${projectId}#${n}`,
+          },
+          now: T,
+        };
+        await handleCommand(h.store, streams.composition(c.id), compositionDecider, create, write);
+      }
+      pod = { projectId, compositionId };
+      await waitFor(async () => (await exportTimeline({ project_id: projectId, format: 'otio' })).status === 200, {
+        what: 'the podcast projected',
+      });
+    });
+
+    it('exports each track on its own lane in FCPXML, OTIO and CMX 3600, to the frame', async () => {
+      const body = { project_id: pod.projectId };
+      const fcpxml = await exportTimeline({ ...body, format: 'fcpxml' });
+      assert.equal(fcpxml.status, 200, fcpxml.text);
+      assert.equal(fcpxml.headers['x-composition-id'], pod.compositionId);
+      assert.deepEqual(readFcpxml(fcpxml.text).clips, WANT);
+      const otio = await exportTimeline({ ...body, format: 'otio' });
+      assert.equal(otio.status, 200, otio.text);
+      assert.deepEqual(readOtio(otio.text, 'Audio').clips, WANT);
+      assert.equal(readOtio(otio.text, 'Audio').length, 237, 'both tracks as long as the timeline');
+      const edl = await exportTimeline({ ...body, format: 'edl' });
+      assert.equal(edl.status, 200, edl.text);
+      const read = readCmx3600(edl.text, 25);
+      assert.deepEqual(read.clips, WANT);
+      assert.deepEqual(
+        read.events.map((e) => e.channels),
+        ['A', 'A2', 'A', 'A2'],
+      );
+    });
+
+    it('refuses an EDL of three sounding tracks with 400 naming why, and exports them in the formats that hold them', async () => {
+      const body = { project_id: pod.projectId, composition_id: trioId };
+      const edl = await waitFor(
+        async () => {
+          const r = await exportTimeline({ ...body, format: 'edl' });
+          return r.status === 400 ? r : null;
+        },
+        { what: 'the second composition projected' },
+      );
+      assert.equal(edl.body.error, 'invalid_input');
+      assert.equal(edl.body.message, 'a CMX 3600 EDL holds two audio tracks; this composition needs 3: export fcpxml or otio');
+      const otio = await exportTimeline({ ...body, format: 'otio' });
+      assert.equal(otio.status, 200, otio.text);
+      assert.deepEqual(
+        readOtio(otio.text, 'Audio').clips.map((c) => c.lane),
+        [0, 1, 2],
+      );
+    });
+
+    it('bundles every track’s media file with ?with_media=true', async function () {
+      const res = await exportBytes({ project_id: pod.projectId, format: 'fcpxml' }, '?with_media=true');
+      assert.equal(res.status, 200);
+      assert.equal(res.headers['content-type'], 'application/zip');
+      const path = join(dir, 'podcast.zip');
+      writeFileSync(path, res.body as Buffer);
+      const script = `
+import json, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z:
+    assert z.testzip() is None
+    print(json.dumps({i.filename: z.read(i).hex() for i in z.infolist()}))`;
+      const py = spawnSync('python3', ['-c', script, path], { encoding: 'utf8', maxBuffer: 10 * 1024 * 1024 });
+      if (py.error) return this.skip();
+      assert.equal(py.status, 0, py.stderr);
+      const files = JSON.parse(py.stdout) as Record<string, string>;
+      assert.deepEqual(Object.keys(files), ['Episode 1.fcpxml', 'ana.wav', 'ben.wav']);
+      assert.equal(files['ana.wav'], ANA.toString('hex'));
+      assert.equal(files['ben.wav'], BEN.toString('hex'));
+      const inside = readFcpxml(Buffer.from(files['Episode 1.fcpxml'], 'hex').toString('utf8'));
+      assert.deepEqual(inside.clips, WANT, 'the timeline beside the files names them');
+    });
   });
 
   it('refuses what it cannot export: 401 without a token, 400 naming the field, 404 for what does not exist, 403 for another drive', async () => {

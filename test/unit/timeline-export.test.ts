@@ -43,6 +43,7 @@ describe('timeline export formats', () => {
     clips,
     markers,
     media: new Map([CAM, VO].map((m) => [m.ref, m])),
+    sequences: new Map(),
     ...over,
   });
 
@@ -51,7 +52,7 @@ describe('timeline export formats', () => {
     let record = 0;
     return list.map((c) => {
       const [sourceIn, sourceOut] = [Math.round(c.in * fps), Math.round(c.out * fps)];
-      const clip = { file: files.get(c.media)!, sourceIn, sourceOut, recordIn: record, recordOut: record + sourceOut - sourceIn };
+      const clip = { lane: 0, file: files.get(c.media)!, sourceIn, sourceOut, recordIn: record, recordOut: record + sourceOut - sourceIn };
       record = clip.recordOut;
       return clip;
     });
@@ -167,5 +168,193 @@ describe('timeline export formats', () => {
     assert.equal(rateOf('0/0'), null);
     assert.equal(rateOf(-1), null);
     assert.equal(rateOf('fast'), null);
+  });
+});
+
+/**
+ * Issue 22 item 6 with multitrack sequences: a podcast sequence of two recordings (Ben's starts
+ * 1.01 s in, not on a frame, and is shorter than the clip that plays it) between plain clips, and
+ * each format read back lane by lane to the frame.
+ */
+describe('timeline export formats: multitrack sequences', () => {
+  const audio = (ref: string, duration: number): TimelineMedia => ({
+    ref,
+    file: `${ref}.wav`,
+    duration,
+    has_video: false,
+    has_audio: true,
+    rate: null,
+  });
+  const ANA = audio('ana', 60);
+  const BEN = audio('ben', 8);
+  const INTRO = audio('intro', 10);
+  const podcast = (over: Partial<TimelineInput> = {}): TimelineInput => ({
+    name: 'Episode 1',
+    width: 1920,
+    height: 1080,
+    clips: [
+      { media: 'intro', in: 0, out: 2 },
+      { media: 'pod', in: 0.5, out: 6 },
+      { media: 'pod', in: 8, out: 12 }, // Ben's 8 s ended at 9.01 s
+    ],
+    markers: [{ time: 3, label: 'Ben joins' }],
+    media: new Map([ANA, BEN, INTRO].map((m) => [m.ref, m])),
+    sequences: new Map([
+      [
+        'pod',
+        [
+          { media: 'ana', offset: 0 },
+          { media: 'ben', offset: 1.01 },
+        ],
+      ],
+    ]),
+    ...over,
+  });
+  /** Worked out by hand at 25 fps: record frames 0–50 the intro, 50–188 the first sequence clip, 188–288 the second. */
+  const WANT: ReadClip[] = [
+    { lane: 0, file: 'intro.wav', sourceIn: 0, sourceOut: 50, recordIn: 0, recordOut: 50 },
+    { lane: 0, file: 'ana.wav', sourceIn: 13, sourceOut: 150, recordIn: 50, recordOut: 187 },
+    // Ben from sequence frame 25 (1.01 s): 12 frames after the clip's first (frame 13), his own frame 0.
+    { lane: 1, file: 'ben.wav', sourceIn: 0, sourceOut: 125, recordIn: 62, recordOut: 187 },
+    { lane: 0, file: 'ana.wav', sourceIn: 200, sourceOut: 300, recordIn: 187, recordOut: 287 },
+    // From 8 s (his 6.99 s: frame 175) to his end at 8 s (frame 200): 25 frames.
+    { lane: 1, file: 'ben.wav', sourceIn: 175, sourceOut: 200, recordIn: 187, recordOut: 212 },
+  ];
+
+  it('FCPXML: lane 0 in the spine, the second track connected below it in its parent’s time, each asset once', () => {
+    const file = renderTimeline('fcpxml', podcast());
+    const lint = xmllintWellFormed(file.text);
+    if (lint !== null) assert.ok(lint.ok, lint.stderr);
+    const read = readFcpxml(file.text);
+    assert.deepEqual(read.clips, WANT);
+    assert.deepEqual(read.markers, [{ frame: 75, label: 'Ben joins' }]);
+    const assets = read.doc.fcpxml.resources.asset.map((a: Record<string, string>) => a.name);
+    assert.deepEqual(assets, ['intro.wav', 'ana.wav', 'ben.wav']);
+    const spine = read.doc.fcpxml.library.event.project.sequence.spine['asset-clip'];
+    const connected = spine[1]['asset-clip'];
+    assert.equal(connected.lane, '-1');
+    assert.equal(connected.offset, '25/25s', 'Ana’s source frame 13 + 12 frames: the parent’s time, not the timeline’s');
+  });
+
+  it('FCPXML: a gap in the spine where the first track plays nothing, holding the other track', () => {
+    const late = podcast({
+      clips: [{ media: 'pod', in: 0, out: 4 }],
+      markers: [],
+      sequences: new Map([
+        [
+          'pod',
+          [
+            { media: 'ana', offset: 2 },
+            { media: 'ben', offset: 0 },
+          ],
+        ],
+      ]),
+    });
+    const read = readFcpxml(renderTimeline('fcpxml', late).text);
+    assert.deepEqual(read.clips, [
+      { lane: 1, file: 'ben.wav', sourceIn: 0, sourceOut: 100, recordIn: 0, recordOut: 100 },
+      { lane: 0, file: 'ana.wav', sourceIn: 0, sourceOut: 50, recordIn: 50, recordOut: 100 },
+    ]);
+    const gap = read.doc.fcpxml.library.event.project.sequence.spine.gap;
+    assert.equal(gap.duration, '50/25s');
+    assert.equal(gap['asset-clip'].name, 'ben.wav');
+  });
+
+  it('OTIO: an audio track per lane, gaps where the lane is silent, every track as long as the timeline', () => {
+    const read = readOtio(renderTimeline('otio', podcast()).text, 'Audio');
+    assert.deepEqual(read.clips, WANT);
+    assert.equal(read.length, 287);
+    assert.deepEqual(
+      read.doc.tracks.children.map((t: { name: string }) => t.name),
+      ['A1', 'A2'],
+    );
+  });
+
+  it('OTIO: video lanes stacked with the first track’s picture on top', () => {
+    const cam = (ref: string): TimelineMedia => ({ ...audio(ref, 60), file: `${ref}.mp4`, has_video: true });
+    const twoCams = podcast({
+      clips: [{ media: 'pod', in: 0, out: 2 }],
+      markers: [],
+      media: new Map([cam('cam1'), cam('cam2')].map((m) => [m.ref, m])),
+      sequences: new Map([
+        [
+          'pod',
+          [
+            { media: 'cam1', offset: 0 },
+            { media: 'cam2', offset: 0 },
+          ],
+        ],
+      ]),
+    });
+    const read = readOtio(renderTimeline('otio', twoCams).text, 'Video');
+    assert.deepEqual(
+      read.doc.tracks.children.map((t: { name: string }) => t.name),
+      ['V2', 'V1', 'A1', 'A2'],
+    );
+    assert.deepEqual(
+      read.clips.map((c) => [c.lane, c.file]),
+      [
+        [0, 'cam1.mp4'],
+        [1, 'cam2.mp4'],
+      ],
+    );
+  });
+
+  it('CMX 3600: two sounding lanes on A and A2, an event alone at its time on both channels (AA)', () => {
+    const read = readCmx3600(renderTimeline('edl', podcast()).text, 25);
+    assert.deepEqual(read.clips, WANT);
+    assert.deepEqual(
+      read.events.map((e) => [e.reel, e.channels]),
+      [
+        ['INTRO', 'AA'],
+        ['ANA', 'A'],
+        ['BEN', 'A2'],
+        ['ANA', 'A'],
+        ['BEN', 'A2'],
+      ],
+    );
+    assert.deepEqual(read.markers, [{ frame: 75, label: 'Ben joins' }], 'once, though two events are under it');
+  });
+
+  it('CMX 3600: refuses a composition with three sounding lanes or two pictures, naming the formats that hold them', () => {
+    const three = podcast({
+      media: new Map([ANA, BEN, INTRO].map((m) => [m.ref, m])),
+      sequences: new Map([
+        [
+          'pod',
+          [
+            { media: 'ana', offset: 0 },
+            { media: 'ben', offset: 0 },
+            { media: 'intro', offset: 0 },
+          ],
+        ],
+      ]),
+    });
+    assert.throws(
+      () => renderTimeline('edl', three),
+      (e: Error & { code?: string; status?: number }) =>
+        e.code === 'invalid_input' &&
+        e.status === 400 &&
+        e.message === 'a CMX 3600 EDL holds two audio tracks; this composition needs 3: export fcpxml or otio',
+    );
+    assert.equal(readFcpxml(renderTimeline('fcpxml', three).text).clips.filter((c) => c.lane === 2).length, 2);
+    const cam = (ref: string): TimelineMedia => ({ ...audio(ref, 60), file: `${ref}.mp4`, has_video: true, has_audio: false });
+    const twoPictures = podcast({
+      clips: [{ media: 'pod', in: 0, out: 2 }],
+      media: new Map([cam('cam1'), cam('cam2')].map((m) => [m.ref, m])),
+      sequences: new Map([
+        [
+          'pod',
+          [
+            { media: 'cam1', offset: 0 },
+            { media: 'cam2', offset: 0 },
+          ],
+        ],
+      ]),
+    });
+    assert.throws(() => renderTimeline('edl', twoPictures), {
+      code: 'invalid_input',
+      message: 'a CMX 3600 EDL holds one video track; this composition needs 2: export fcpxml or otio',
+    });
   });
 });

@@ -1,4 +1,5 @@
-import { fps, type FramedClip, type FramedTimeline, type Rate } from './model';
+import { invalidInput } from '../errors';
+import { fps, type FramedClip, type FramedMarker, type FramedTimeline, type Rate } from './model';
 
 /**
  * CMX 3600 EDL (Premiere, Avid, Resolve): one event per clip on the video track and both audio
@@ -8,6 +9,12 @@ import { fps, type FramedClip, type FramedTimeline, type Rate } from './model';
  * names; the `* FROM CLIP NAME` and `* SOURCE FILE` comments that Premiere and Resolve read relink
  * each reel to its file. Timecode is non-drop frame; at 29.97 fps it counts 30 nominal frames a
  * second, as NDF does.
+ *
+ * A multitrack sequence's tracks are lanes (see model.ts). The format has one video and two audio
+ * channels, so a composition whose clips sound on at most two lanes and show a picture on at most
+ * one can be written: where two lanes sound at once, the first lane's event is on `A` and the
+ * second's on `A2`; an event alone at its time keeps both channels (`AA`), as a plain clip does.
+ * More lanes are refused with the formats that hold them.
  */
 
 /** Frames as HH:MM:SS:FF at the rate's nominal (rounded) frames per second. */
@@ -38,22 +45,61 @@ export function reelNames(clips: readonly FramedClip[]): Map<string, string> {
   return reels;
 }
 
-const channelsOf = (c: FramedClip): string => (c.media.has_video ? (c.media.has_audio ? 'AA/V' : 'V') : 'AA');
+/** The lanes that have a clip with `stream`, ascending; refused beyond what the format holds. */
+function lanesWith(t: FramedTimeline, stream: 'audio' | 'video', most: number, holds: string): number[] {
+  const lanes = [...new Set(t.clips.filter((c) => (stream === 'audio' ? c.media.has_audio : c.media.has_video)).map((c) => c.lane))];
+  if (lanes.length > most)
+    throw invalidInput(`a CMX 3600 EDL holds ${holds}; this composition needs ${lanes.length}: export fcpxml or otio`);
+  return lanes.sort((a, b) => a - b);
+}
+
+/** Each clip's channel field: `AA`, `A` or `A2` for its sound, `/V` (or `V` alone) for its picture. */
+function channelsOf(t: FramedTimeline): Map<FramedClip, string> {
+  const audioLanes = lanesWith(t, 'audio', 2, 'two audio tracks');
+  lanesWith(t, 'video', 1, 'one video track');
+  const overlapped = soundingTogether(t.clips);
+  const channels = new Map<FramedClip, string>();
+  for (const c of t.clips) {
+    const audio = !c.media.has_audio ? '' : !overlapped.has(c) ? 'AA' : audioLanes.indexOf(c.lane) === 0 ? 'A' : 'A2';
+    channels.set(c, c.media.has_video ? (audio ? `${audio}/V` : 'V') : audio);
+  }
+  return channels;
+}
+
+/**
+ * The clips with sound while a clip of another lane sounds. One pass in record order: the clips
+ * still sounding when one starts are at most one per lane, so an hour cut into thousands of clips
+ * costs no more than its clips.
+ */
+function soundingTogether(clips: readonly FramedClip[]): Set<FramedClip> {
+  const together = new Set<FramedClip>();
+  let sounding: FramedClip[] = [];
+  for (const c of clips.filter((c) => c.media.has_audio)) {
+    sounding = sounding.filter((o) => o.recordOut > c.recordIn);
+    for (const o of sounding.filter((o) => o.lane !== c.lane)) together.add(o).add(c);
+    sounding.push(c);
+  }
+  return together;
+}
 
 /** A title line keeps to printable ASCII: EDL readers are byte-oriented and some stop at anything else. */
 const ascii = (s: string): string => s.replace(/[^\x20-\x7e]+/g, '_');
 
 export function toCmx3600(t: FramedTimeline): string {
   const reels = reelNames(t.clips);
+  const channels = channelsOf(t);
+  const marked = new Set<FramedMarker>(); // a marker once, on the first event under it
   const lines = [`TITLE: ${ascii(t.name).slice(0, 70)}`, 'FCM: NON-DROP FRAME', ''];
   t.clips.forEach((c, i) => {
     const event = String(i + 1).padStart(3, '0');
     const source = `${timecode(c.sourceIn, c.sourceRate)} ${timecode(c.sourceOut, c.sourceRate)}`;
     const record = `${timecode(c.recordIn, t.rate)} ${timecode(c.recordOut, t.rate)}`;
-    lines.push(`${event}  ${reels.get(c.media.file)!.padEnd(8)} ${channelsOf(c).padEnd(5)} C        ${source} ${record}`);
+    lines.push(`${event}  ${reels.get(c.media.file)!.padEnd(8)} ${channels.get(c)!.padEnd(5)} C        ${source} ${record}`);
     lines.push(`* FROM CLIP NAME: ${ascii(c.media.file)}`, `* SOURCE FILE: ${ascii(c.media.file)}`);
-    for (const m of t.markers.filter((m) => m.frame >= c.recordIn && m.frame < c.recordOut))
+    for (const m of t.markers.filter((m) => !marked.has(m) && m.frame >= c.recordIn && m.frame < c.recordOut)) {
+      marked.add(m);
       lines.push(`* LOC: ${timecode(m.frame, t.rate)} RED     ${ascii(m.label)}`);
+    }
     lines.push('');
   });
   return lines.join('\r\n');

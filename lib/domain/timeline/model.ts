@@ -1,11 +1,14 @@
 import type { Clip, Marker } from '../edl';
 import { invalidInput } from '../errors';
+import type { SequenceTrack } from '../import';
 
 /**
  * What every timeline format (FCPXML, CMX 3600 EDL, OpenTimelineIO) is written from: a
  * composition's clips cut into frames. A clip's source points are frames of its media's rate; its
  * record points are frames of the timeline's rate, laid end to end, each clip as long as its media
  * span rounded to whole frames at both ends, so every format agrees with every other to the frame.
+ * A clip of a multitrack sequence becomes one framed clip per track that sounds in it, each on its
+ * own lane (the track's index), as the renderer mixes them.
  */
 
 /** A frame rate as a fraction (30000/1001 for NTSC's 29.97). */
@@ -37,11 +40,16 @@ export type TimelineInput = {
   readonly height: number;
   readonly clips: readonly Clip[];
   readonly markers: readonly Marker[];
+  /** The media files the clips (or their sequences' tracks) play. */
   readonly media: ReadonlyMap<string, TimelineMedia>;
+  /** The multitrack sequences the clips play: their tracks, each a file of `media` from its offset in seconds. */
+  readonly sequences: ReadonlyMap<string, readonly SequenceTrack[]>;
 };
 
 export type FramedClip = {
   readonly media: TimelineMedia;
+  /** 0 for a plain clip and a sequence's first track; k for a sequence's track k. */
+  readonly lane: number;
   /** Source frames [in, out) at `sourceRate`. */
   readonly sourceIn: number;
   readonly sourceOut: number;
@@ -58,6 +66,7 @@ export type FramedTimeline = {
   readonly width: number;
   readonly height: number;
   readonly rate: Rate;
+  /** In record order; clips that start together in lane order. */
   readonly clips: readonly FramedClip[];
   readonly markers: readonly FramedMarker[];
   /** Frames of the whole timeline. */
@@ -69,36 +78,32 @@ export const fps = (r: Rate): number => r.num / r.den;
 /** The nearest frame to a time in seconds. */
 export const frameAt = (seconds: number, r: Rate): number => Math.round((seconds * r.num) / r.den);
 
-/** The timeline's rate: the first video media's with a known rate, else the default. */
+/** The timeline's rate: the first video file with a known rate that a clip plays (a sequence: any of its tracks), else the default. */
 export function timelineRate(input: TimelineInput): Rate {
   for (const c of input.clips) {
-    const m = input.media.get(c.media);
-    if (m?.has_video && m.rate) return m.rate;
+    const refs = input.sequences.get(c.media)?.map((t) => t.media) ?? [c.media];
+    for (const ref of refs) {
+      const m = input.media.get(ref);
+      if (m?.has_video && m.rate) return m.rate;
+    }
   }
   return DEFAULT_RATE;
 }
 
-/** The composition in frames. Every clip's media must be in `media` (a sequence is refused by the caller). */
+/** The composition in frames. Every clip's media, and every track of a sequence it plays, must be in `media`. */
 export function frameTimeline(input: TimelineInput): FramedTimeline {
   const rate = timelineRate(input);
   const clips: FramedClip[] = [];
   let record = 0;
   for (const c of input.clips) {
-    const media = input.media.get(c.media);
-    if (!media) throw invalidInput(`clip media ${JSON.stringify(c.media)} is not a media file of the project`);
-    const sourceRate = media.rate ?? rate;
     const length = frameAt(c.out, rate) - frameAt(c.in, rate);
     if (length <= 0) continue; // shorter than half a frame: nothing an editor could show
-    clips.push({
-      media,
-      sourceIn: frameAt(c.in, sourceRate),
-      sourceOut: frameAt(c.in, sourceRate) + sourceLength(length, rate, sourceRate),
-      sourceRate,
-      recordIn: record,
-      recordOut: record + length,
-    });
+    const tracks = input.sequences.get(c.media);
+    if (tracks) clips.push(...frameSequenceClip(input, c, tracks, rate, record));
+    else clips.push(framePlainClip(mediaOf(input, c.media), c, rate, record, length));
     record += length;
   }
+  clips.sort((a, b) => a.recordIn - b.recordIn || a.lane - b.lane);
   return {
     name: input.name,
     width: input.width,
@@ -109,6 +114,62 @@ export function frameTimeline(input: TimelineInput): FramedTimeline {
     length: record,
     hasVideo: clips.some((c) => c.media.has_video),
   };
+}
+
+function mediaOf(input: TimelineInput, ref: string): TimelineMedia {
+  const media = input.media.get(ref);
+  if (!media) throw invalidInput(`clip media ${JSON.stringify(ref)} is not a media file of the project`);
+  return media;
+}
+
+function framePlainClip(media: TimelineMedia, c: Clip, rate: Rate, record: number, length: number): FramedClip {
+  const sourceRate = media.rate ?? rate;
+  const sourceIn = frameAt(c.in, sourceRate);
+  return {
+    media,
+    lane: 0,
+    sourceIn,
+    sourceOut: sourceIn + sourceLength(length, rate, sourceRate),
+    sourceRate,
+    recordIn: record,
+    recordOut: record + length,
+  };
+}
+
+/**
+ * A sequence clip [in, out) of sequence time, placed at record frame `record`: track k plays its
+ * own media over [in - offset, out - offset] clamped to [0, its duration], so it starts later in
+ * the record when it starts inside the clip and ends early when its media does. Sequence times
+ * round to frames as the clip's edges do (a frame of the record is a frame of the sequence), and
+ * a track's source starts at the nearest frame of its own rate. Images are not tracks the
+ * renderer plays, so they are left out here too.
+ */
+function frameSequenceClip(input: TimelineInput, c: Clip, tracks: readonly SequenceTrack[], rate: Rate, record: number): FramedClip[] {
+  const recordOf = (sequenceTime: number) => record + frameAt(sequenceTime, rate) - frameAt(c.in, rate);
+  const framed: FramedClip[] = [];
+  tracks.forEach((t, lane) => {
+    const media = mediaOf(input, t.media);
+    if (media.duration === null) return;
+    const [from, to] = [Math.max(c.in, t.offset), Math.min(c.out, t.offset + media.duration)];
+    const sourceRate = media.rate ?? rate;
+    const sourceIn = frameAt(from - t.offset, sourceRate);
+    const [recordIn, recordOut] = [recordOf(from), recordOf(to)];
+    // Frames round on their own at each end: never past the media's last frame.
+    const lastFrame = frameAt(media.duration, sourceRate);
+    let length = recordOut - recordIn;
+    while (length > 0 && sourceIn + sourceLength(length, rate, sourceRate) > lastFrame) length--;
+    if (length <= 0) return; // the track has not started yet, or has ended, by this clip
+    framed.push({
+      media,
+      lane,
+      sourceIn,
+      sourceOut: sourceIn + sourceLength(length, rate, sourceRate),
+      sourceRate,
+      recordIn,
+      recordOut: recordIn + length,
+    });
+  });
+  return framed;
 }
 
 /** Source frames as long as `length` record frames (the same number when the rates agree). */

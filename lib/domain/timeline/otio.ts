@@ -1,11 +1,14 @@
 import type { FramedClip, FramedTimeline, Rate } from './model';
 
 /**
- * OpenTimelineIO JSON (`.otio`): a `Timeline.1` whose `Stack.1` holds a video track (when any clip
- * has video) and an audio track, each with one `Clip.2` per clip, or a `Gap.1` where that clip has
- * no such stream, so both tracks stay in step. A clip's media is an `ExternalReference.1` to its
- * stable file name; its `source_range` is in frames of its media's rate. Markers (`Marker.2`) sit
- * on the stack, in timeline time.
+ * OpenTimelineIO JSON (`.otio`): a `Timeline.1` whose `Stack.1` holds, per lane (a multitrack
+ * sequence's track k is lane k; everything else lane 0), an audio track `A<k+1>` when the lane
+ * sounds and a video track `V<k+1>` when it shows a picture. Each track has a `Clip.2` per clip
+ * of its lane with that stream and a `Gap.1` everywhere else, so every track adds up to the
+ * timeline's length. Video tracks are stacked with lane 0 last, on top (OTIO composites later
+ * children over earlier ones), so the first video track is the one seen, as the renderer shows
+ * it. A clip's media is an `ExternalReference.1` to its stable file name; its `source_range` is in
+ * frames of its media's rate. Markers (`Marker.2`) sit on the stack, in timeline time.
  */
 
 const time = (value: number, r: Rate) => ({ OTIO_SCHEMA: 'RationalTime.1', rate: r.num / r.den, value });
@@ -52,22 +55,46 @@ const gap = (frames: number, r: Rate) => ({
   metadata: {},
 });
 
-function track(t: FramedTimeline, kind: 'Video' | 'Audio', plays: (c: FramedClip) => boolean) {
+type Kind = 'Video' | 'Audio';
+
+const plays = (c: FramedClip, kind: Kind): boolean => (kind === 'Video' ? c.media.has_video : c.media.has_audio);
+
+/** Lane `lane`'s clips of `kind`, with gaps before, between and after them up to the timeline's length. */
+function track(t: FramedTimeline, kind: Kind, lane: number) {
+  const children: object[] = [];
+  let at = 0;
+  for (const c of t.clips.filter((c) => c.lane === lane && plays(c, kind))) {
+    if (c.recordIn > at) children.push(gap(c.recordIn - at, t.rate));
+    children.push(clip(c));
+    at = c.recordOut;
+  }
+  if (t.length > at) children.push(gap(t.length - at, t.rate));
   return {
     OTIO_SCHEMA: 'Track.1',
-    name: kind === 'Video' ? 'V1' : 'A1',
+    name: `${kind[0]}${lane + 1}`,
     kind,
     source_range: null,
     effects: [],
     markers: [],
     enabled: true,
     metadata: {},
-    children: t.clips.map((c) => (plays(c) ? clip(c) : gap(c.recordOut - c.recordIn, t.rate))),
+    children,
   };
 }
 
+/** The lanes that have a clip of `kind`, ascending. */
+const lanesOf = (t: FramedTimeline, kind: Kind): number[] =>
+  [...new Set(t.clips.filter((c) => plays(c, kind)).map((c) => c.lane))].sort((a, b) => a - b);
+
 export function toOtio(t: FramedTimeline): string {
-  const tracks = [...(t.hasVideo ? [track(t, 'Video', (c) => c.media.has_video)] : []), track(t, 'Audio', (c) => c.media.has_audio)];
+  // An audio track for lane 0 always: an empty or silent composition is still a timeline with a track.
+  const audioLanes = [...new Set([0, ...lanesOf(t, 'Audio')])].sort((a, b) => a - b);
+  const tracks = [
+    ...lanesOf(t, 'Video')
+      .reverse()
+      .map((lane) => track(t, 'Video', lane)),
+    ...audioLanes.map((lane) => track(t, 'Audio', lane)),
+  ];
   const markers = t.markers.map((m) => ({
     OTIO_SCHEMA: 'Marker.2',
     name: m.label,
