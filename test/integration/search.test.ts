@@ -168,12 +168,17 @@ describe('GET /v1/search and replay (HTTP, embedded adapters)', function () {
       '/v1/search?query=acme',
     ];
     const answers = async () => Promise.all(endpoints.map(async (path) => (await h.http.get(path).set(h.auth())).body));
-    // Reading a project's detail records a view (once a minute): let those land before comparing.
+    // Reading a project's detail records a view (once a minute): let those land before comparing
+    // (both read projects listed as viewed; a busy machine may take longer than one poll for it).
+    const viewed = (answer: unknown) =>
+      [ids.interview, ids.interviewNotes].every((id) =>
+        (answer as { data: { id: string; last_viewed_at?: string }[] }).data.some((p) => p.id === id && p.last_viewed_at),
+      );
     let before = await answers();
     await waitFor(
       async () => {
         const now = await answers();
-        const stable = JSON.stringify(now) === JSON.stringify(before);
+        const stable = JSON.stringify(now) === JSON.stringify(before) && viewed(now[0]);
         before = now;
         return stable ? true : null;
       },
