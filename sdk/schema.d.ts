@@ -239,7 +239,7 @@ export type paths = {
         put?: never;
         /**
          * Export a composition's timeline to other editors (extension)
-         * @description FCPXML 1.10, CMX 3600 EDL or OpenTimelineIO; with `with_media=true`, a zip with its media.
+         * @description FCPXML 1.10, CMX 3600 EDL or OpenTimelineIO; with `with_media=true`, a zip with its media. A multitrack sequence becomes a lane per track (FCPXML connected clips, an OTIO track each, EDL channels A and A2); an EDL holds at most two audio tracks and one video track, so a composition needing more is a 400 naming the formats that can hold it.
          */
         post: operations["exportTimeline"];
         delete?: never;
