@@ -242,15 +242,8 @@ describe('timeline export (HTTP, embedded adapters)', function () {
     const unzip = spawnSync('unzip', ['-t', path], { encoding: 'utf8' });
     if (unzip.error) console.warn('      unzip is not installed: not checked with unzip -t');
     else assert.equal(unzip.status, 0, unzip.stdout);
-    const script = `
-import json, sys, zipfile
-with zipfile.ZipFile(sys.argv[1]) as z:
-    assert z.testzip() is None
-    print(json.dumps({i.filename: z.read(i).hex() for i in z.infolist()}))`;
-    const py = spawnSync('python3', ['-c', script, path], { encoding: 'utf8', maxBuffer: 10 * 1024 * 1024 });
-    if (py.error) return this.skip();
-    assert.equal(py.status, 0, py.stderr);
-    const files = JSON.parse(py.stdout) as Record<string, string>;
+    const files = zipFilesByPython(path);
+    if (!files) return this.skip();
     assert.deepEqual(Object.keys(files), ['Café – first cut.otio', 'Interview_cam_1.mp4']);
     assert.equal(files['Interview_cam_1.mp4'], CAM.toString('hex'));
     const clips = readOtio(Buffer.from(files['Café – first cut.otio'], 'hex').toString('utf8'), 'Video').clips;
@@ -406,15 +399,8 @@ with zipfile.ZipFile(sys.argv[1]) as z:
       assert.equal(res.headers['content-type'], 'application/zip');
       const path = join(dir, 'podcast.zip');
       writeFileSync(path, res.body as Buffer);
-      const script = `
-import json, sys, zipfile
-with zipfile.ZipFile(sys.argv[1]) as z:
-    assert z.testzip() is None
-    print(json.dumps({i.filename: z.read(i).hex() for i in z.infolist()}))`;
-      const py = spawnSync('python3', ['-c', script, path], { encoding: 'utf8', maxBuffer: 10 * 1024 * 1024 });
-      if (py.error) return this.skip();
-      assert.equal(py.status, 0, py.stderr);
-      const files = JSON.parse(py.stdout) as Record<string, string>;
+      const files = zipFilesByPython(path);
+      if (!files) return this.skip();
       assert.deepEqual(Object.keys(files), ['Episode 1.fcpxml', 'ana.wav', 'ben.wav']);
       assert.equal(files['ana.wav'], ANA.toString('hex'));
       assert.equal(files['ben.wav'], BEN.toString('hex'));
@@ -486,3 +472,16 @@ with zipfile.ZipFile(sys.argv[1]) as z:
     assert.match((res as Response).body.message, /media "no file.mp4" has no stored file to bundle/);
   });
 });
+
+/** The files of a ZIP as Python's zipfile reads them (checked whole), their bytes in hex; null without python3. */
+function zipFilesByPython(path: string): Record<string, string> | null {
+  const script = `
+import json, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z:
+    assert z.testzip() is None
+    print(json.dumps({i.filename: z.read(i).hex() for i in z.infolist()}))`;
+  const py = spawnSync('python3', ['-c', script, path], { encoding: 'utf8', maxBuffer: 10 * 1024 * 1024 });
+  if (py.error) return null;
+  assert.equal(py.status, 0, py.stderr);
+  return JSON.parse(py.stdout) as Record<string, string>;
+}
