@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import type { TimeRange } from '../../domain/agent/edits';
 import { ms } from '../../domain/edl';
 import { AppError } from '../../domain/errors';
@@ -8,6 +8,7 @@ import { READABLE_DEMUXERS } from '../../domain/media-formats';
 import type { BlobStore } from '../../ports/blob-store';
 import type { SilenceDetector } from '../../ports/silence-detector';
 import { spawnOffLoop, type Spawn } from './spawner';
+import { removeOrphanedTemporariesOnce, temporaryPath } from '../local/process-temporaries';
 
 /**
  * SilenceDetector on ffmpeg's `silencedetect` filter: audio below `noiseDb` for at least
@@ -118,7 +119,9 @@ async function readCache(path: string): Promise<TimeRange[] | null> {
 
 async function writeCache(dir: string, path: string, intervals: readonly TimeRange[]): Promise<void> {
   await mkdir(dir, { recursive: true });
-  const temporary = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  // Named and cleaned up after a crash as the blob store's temporaries are (process-temporaries.ts).
+  await removeOrphanedTemporariesOnce(dir);
+  const temporary = temporaryPath(dir, basename(path), 'tmp');
   await writeFile(temporary, JSON.stringify({ intervals }));
   await rename(temporary, path);
 }
