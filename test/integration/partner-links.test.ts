@@ -5,23 +5,20 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Koa from 'koa';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { literalRefusal, parseAllowlist } from '../../lib/adapters/http/outbound-fetcher';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { createDrive, updateDrive } from '../../lib/app/admin';
 import { createBalances } from '../../lib/app/balances';
 import { handleCommand } from '../../lib/app/command-handler';
-import { createAuthenticator } from '../../lib/app/tenancy';
 import { streams } from '../../lib/domain/ids';
 import { IMPORT_LINK_TTL_MS, importLinkDecider, type ImportLinkUsed } from '../../lib/domain/import-link';
 import type { ProjectCreated } from '../../lib/domain/project';
-import { errorHandler, notFoundFallback, requestContext } from '../../lib/http/middleware';
 import { PROJECTS, type ProjectDoc } from '../../lib/read-models/projects';
-import { createWebRoutes } from '../../services/query-api/web/routes';
 import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
 import { makeTestMedia } from '../fixtures/media';
 import { waitFor } from '../fixtures/wait';
 import { launchChromium, listenFirst, skipWithoutChromium } from '../fixtures/browser';
+import { webAppOn } from '../fixtures/web-app';
 
 /**
  * Partner import links end to end: a partner drive asks for a link (POST /v1/edit_in_descript/
@@ -449,32 +446,16 @@ describe('partner import links (edit in)', function () {
   });
 });
 
-/** The web pages in a Koa app of their own with WEB_URL `webUrl`, as createApiApp mounts them. */
+/** The web pages with partner imports, WEB_URL `webUrl`. */
 function webApp(h: Harness, webUrl: string): Koa {
-  const app = new Koa();
-  app.proxy = true;
-  app.silent = true;
-  app.use(requestContext(h.logger));
-  app.use(errorHandler());
   const allowlist = parseAllowlist(['127.0.0.1']);
-  const web = createWebRoutes({
-    authenticate: createAuthenticator({ store: h.store, clock: systemClock, cacheTtlMs: 0 }),
-    sessions: h.sessions,
-    formLimiter: new RateLimiterMemory({ points: 10_000, duration: 60 }),
-    read: h.read,
-    blobs: h.processorDeps.blobs,
+  const imports = {
+    store: h.store,
+    clock: systemClock,
+    ids: randomIds,
     webUrl,
-    logger: h.logger,
-    imports: {
-      store: h.store,
-      clock: systemClock,
-      ids: randomIds,
-      webUrl,
-      urlRefusal: (url) => literalRefusal(url, allowlist),
-      balance: createBalances({ store: h.store, clock: systemClock, ids: randomIds }),
-    },
-  });
-  app.use(web.routes());
-  app.use(notFoundFallback());
-  return app;
+    urlRefusal: (url: string) => literalRefusal(url, allowlist),
+    balance: createBalances({ store: h.store, clock: systemClock, ids: randomIds }),
+  };
+  return webAppOn(h, webUrl, { more: { imports } });
 }

@@ -2,19 +2,13 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Koa from 'koa';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
 import supertest from 'supertest';
-import { systemClock } from '../../lib/adapters/system/clock';
 import { revokeToken } from '../../lib/app/admin';
-import { createAuthenticator } from '../../lib/app/tenancy';
 import type { Word } from '../../lib/domain/edl';
-import { errorHandler, notFoundFallback, requestContext } from '../../lib/http/middleware';
 import { JOBS } from '../../lib/read-models/jobs';
 import { COMPOSITIONS } from '../../lib/read-models/compositions';
 import { PROJECTS, type ProjectDoc } from '../../lib/read-models/projects';
 import { formatSeconds } from '../../services/query-api/web/html';
-import { createWebRoutes } from '../../services/query-api/web/routes';
 import { safeNext } from '../../services/query-api/web/session';
 import { paragraphs } from '../../lib/domain/transcript/paragraphs';
 import { fakeOpenAiTranscriber, startFakeOpenAiServer } from '../fixtures/fake-openai-server';
@@ -23,6 +17,7 @@ import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
 import { waitFor } from '../fixtures/wait';
 import { launchChromium, listenFirst, skipWithoutChromium } from '../fixtures/browser';
+import { webAppOn } from '../fixtures/web-app';
 
 /**
  * The project page: server-rendered HTML behind a web sign-in (a session cookie from `POST /login`,
@@ -33,28 +28,7 @@ import { launchChromium, listenFirst, skipWithoutChromium } from '../fixtures/br
 
 const SCRIPT_NAME = '<script>alert(1)</script>';
 
-/** The web routes in a Koa app of their own, mounted as `createApiApp` mounts `outside` routers. */
-function webApp(h: Harness, webUrl: string): Koa {
-  const app = new Koa();
-  app.proxy = true;
-  app.silent = true;
-  app.use(requestContext(h.logger));
-  app.use(errorHandler());
-  const authenticate = createAuthenticator({ store: h.store, clock: systemClock, cacheTtlMs: 0 });
-  const formLimiter = new RateLimiterMemory({ points: 10_000, duration: 60 });
-  const routes = createWebRoutes({
-    authenticate,
-    sessions: h.sessions,
-    formLimiter,
-    read: h.read,
-    blobs: h.processorDeps.blobs,
-    webUrl,
-    logger: h.logger,
-  });
-  app.use(routes.routes());
-  app.use(notFoundFallback());
-  return app;
-}
+const webApp = (h: Harness, webUrl: string) => webAppOn(h, webUrl);
 
 /** The page's HTML with layout whitespace squeezed out, so assertions name content, not indentation. */
 const squash = (res: supertest.Response): string =>

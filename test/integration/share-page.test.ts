@@ -3,21 +3,16 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Koa from 'koa';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
 import supertest from 'supertest';
-import { systemClock } from '../../lib/adapters/system/clock';
 import { createDrive, createToken } from '../../lib/app/admin';
 import { handleCommand } from '../../lib/app/command-handler';
-import { createAuthenticator } from '../../lib/app/tenancy';
 import { streams } from '../../lib/domain/ids';
 import { projectDecider } from '../../lib/domain/project';
 import type { AccessLevel } from '../../lib/domain/tenancy';
-import { errorHandler, notFoundFallback, requestContext } from '../../lib/http/middleware';
 import { PROJECTS } from '../../lib/read-models/projects';
-import { createWebRoutes } from '../../services/query-api/web/routes';
 import { launchChromium, listenFirst, skipWithoutChromium } from '../fixtures/browser';
+import { webAppOn } from '../fixtures/web-app';
 import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
 import { captionsOf, failPublish, finishPublish, makeRender, startPublish, type Published } from '../fixtures/publications';
 import { waitFor } from '../fixtures/wait';
@@ -32,25 +27,7 @@ import { waitFor } from '../fixtures/wait';
 /** A title that would break out of an attribute or a text node if it were not escaped. */
 const HOSTILE_TITLE = `Tom's "cut" <script>alert(1)</script> & more`;
 
-function webApp(h: Harness, webUrl: string): Koa {
-  const app = new Koa();
-  app.proxy = true;
-  app.silent = true;
-  app.use(requestContext(h.logger));
-  app.use(errorHandler());
-  const routes = createWebRoutes({
-    authenticate: createAuthenticator({ store: h.store, clock: systemClock, cacheTtlMs: 0 }),
-    sessions: h.sessions,
-    formLimiter: new RateLimiterMemory({ points: 10_000, duration: 60 }),
-    read: h.read,
-    blobs: h.processorDeps.blobs,
-    webUrl,
-    logger: h.logger,
-  });
-  app.use(routes.routes());
-  app.use(notFoundFallback());
-  return app;
-}
+const webApp = (h: Harness, webUrl: string) => webAppOn(h, webUrl);
 
 const squash = (text: string): string => text.replace(/\s+/g, ' ');
 

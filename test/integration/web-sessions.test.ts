@@ -8,6 +8,7 @@ import { createAuthenticator } from '../../lib/app/tenancy';
 import { WEB_SESSIONS } from '../../lib/app/web-sessions';
 import { errorHandler, notFoundFallback, requestContext } from '../../lib/http/middleware';
 import { createWebRoutes } from '../../services/query-api/web/routes';
+import { webAppOn } from '../fixtures/web-app';
 import { launchChromium, listenFirst, skipWithoutChromium } from '../fixtures/browser';
 import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
 import { waitFor } from '../fixtures/wait';
@@ -223,21 +224,7 @@ describe('web sessions in headless Chromium', function () {
     const browser = await launchChromium();
     try {
       const { base } = site;
-      const app = new Koa();
-      app.proxy = true;
-      app.silent = true;
-      app.use(requestContext(h.logger));
-      app.use(errorHandler());
-      const routes = createWebRoutes({
-        authenticate: createAuthenticator({ store: h.store, clock: systemClock, cacheTtlMs: 0 }),
-        sessions: h.sessions,
-        formLimiter: new RateLimiterMemory({ points: 100, duration: 60 }),
-        read: h.read,
-        blobs: h.processorDeps.blobs,
-        webUrl: base,
-        logger: h.logger,
-      });
-      app.use(routes.routes());
+      const app = webAppOn(h, base, { formsPerMinute: 100 });
       site.handle(app.callback());
 
       const page = await browser.newPage();
