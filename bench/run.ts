@@ -268,6 +268,10 @@ async function exports(): Promise<boolean> {
       met: f.ratio <= goalOf(format),
     });
   }
+  rows.push({
+    figure: "(j) the hour's SRT cues made anew, in the process alone (the first SRT export after an edit adds it; later ones read them kept)",
+    value: `${j.cuesMs.toFixed(1)} ms`,
+  });
   console.log(`\n(j) transcript export (${j.words} words)\n`);
   printTable(rows);
   return rows.every((r) => r.met !== false);

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { compositionTranscript, sequenceWords, type Clip, type Word } from '../domain/edl';
 import type { SequenceTrack } from '../domain/import';
+import { eachCue, type Cue } from '../domain/transcript/cues';
+import type { SpeakerLabels } from '../domain/transcript/document';
 import type { BlobStore } from '../ports/blob-store';
 import type { ProjectDoc } from '../read-models/projects';
 import { loadTranscript } from './transcripts';
@@ -102,4 +104,25 @@ export function keptCompositionWords(
     }
     return derived;
   };
+}
+
+/**
+ * The caption cues of kept words (`keptCompositionWords`), per labelling, for as long as the words
+ * are kept: an SRT export of an unchanged composition again, at another offset too, makes no cues
+ * (an hour's 1,000 cues are most of its time). The first export makes them as it streams; they are
+ * kept once it has made them all.
+ */
+export function keptCues(): (words: readonly Word[], labels: SpeakerLabels) => Iterable<Cue> {
+  const kept = new WeakMap<readonly Word[], Map<SpeakerLabels, readonly Cue[]>>();
+  function* making(words: readonly Word[], labels: SpeakerLabels): Generator<Cue> {
+    const made: Cue[] = [];
+    for (const cue of eachCue(words, { labels })) {
+      made.push(cue);
+      yield cue;
+    }
+    let byLabels = kept.get(words);
+    if (!byLabels) kept.set(words, (byLabels = new Map()));
+    byLabels.set(labels, made);
+  }
+  return (words, labels) => kept.get(words)?.get(labels) ?? making(words, labels);
 }

@@ -1,10 +1,11 @@
 import type Router from '@koa/router';
 import { Readable } from 'node:stream';
 import { docxRenderer, type DocxRenderer } from '../../lib/adapters/docx/transcript';
-import { keptCompositionWords } from '../../lib/app/composition-words';
+import { keptCompositionWords, keptCues } from '../../lib/app/composition-words';
 import { chooseComposition } from '../../lib/domain/composition-ref';
 import { keptTranscripts } from '../../lib/app/transcripts';
 import type { Word } from '../../lib/domain/edl';
+import type { Cue } from '../../lib/domain/transcript/cues';
 import { transcriptBlocks, type SpeakerLabels, type TranscriptOptions } from '../../lib/domain/transcript/document';
 import { renderHtml, renderMarkdown, renderRtf, renderSrt, renderTxt, type TranscriptSource } from '../../lib/domain/transcript/formats';
 import type { ApiContext } from '../../lib/http/middleware';
@@ -51,7 +52,7 @@ export function mountExportTranscript(
   // Someone exporting a transcript often takes it in a second format: its words stay parsed.
   const transcripts = keptTranscripts(deps.blobs);
   const wordsOf = keptCompositionWords(deps.blobs, transcripts);
-  const renderDocx = docxRenderer({ now: () => new Date() });
+  const renderers: Renderers = { docx: docxRenderer({ now: () => new Date() }), cuesOf: keptCues() };
   v1.post('/export/transcript', async (ctx) => {
     const { auth } = (ctx as unknown as ApiContext).state;
     const body = ctx.request.body;
@@ -71,19 +72,23 @@ export function mountExportTranscript(
     ctx.type = format.type;
     ctx.set('X-Composition-Id', composition.id);
     ctx.set('Cache-Control', 'private, no-store');
-    ctx.body = await rendered(request, composition, words, renderDocx);
+    ctx.body = await rendered(request, composition, words, renderers);
   });
 }
+
+/** What the formats that keep something between requests are made with: the Word document's renderer, the words' cues. */
+type Renderers = { readonly docx: DocxRenderer; readonly cuesOf: (words: readonly Word[], labels: SpeakerLabels) => Iterable<Cue> };
 
 /** The text formats stream as they are rendered; a Word document (a zip) is whole before it goes. */
 function rendered(
   request: ExportTranscriptRequest,
   composition: CompositionView,
   words: readonly Word[],
-  renderDocx: DocxRenderer,
+  renderers: Renderers,
 ): Readable | Promise<Buffer> {
   const options = optionsOf(request);
-  if (request.format === 'srt') return streamed(renderSrt(words, options.speakerLabels, options.timecodes?.offsetSeconds ?? 0));
+  if (request.format === 'srt')
+    return streamed(renderSrt(renderers.cuesOf(words, options.speakerLabels), options.timecodes?.offsetSeconds ?? 0));
   const source: TranscriptSource = { title: composition.name, blocks: transcriptBlocks(words, composition.markers, options) };
   switch (request.format) {
     case 'txt':
@@ -95,7 +100,7 @@ function rendered(
     case 'rtf':
       return streamed(renderRtf(source));
     case 'docx':
-      return renderDocx(source);
+      return renderers.docx(source);
     default: {
       const never: never = request.format;
       return never;

@@ -3,7 +3,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLocalBlobStore } from '../../lib/adapters/local/blob-store';
-import { keptCompositionWords } from '../../lib/app/composition-words';
+import { keptCompositionWords, keptCues } from '../../lib/app/composition-words';
+import { eachCue } from '../../lib/domain/transcript/cues';
 import { loadTranscript, storeTranscript } from '../../lib/app/transcripts';
 import type { Word } from '../../lib/domain/edl';
 import type { ProjectDoc } from '../../lib/read-models/projects';
@@ -52,5 +53,26 @@ describe('kept composition words', () => {
       ['hi'],
       'another transcript key is another entry',
     );
+  });
+
+  it('keeps the cues of kept words per labelling, once an export has made them all', () => {
+    const cuesOf = keptCues();
+    const words = Array.from({ length: 40 }, (_, i) => ({ ...word(`w${i}.`, i * 0.5), speaker: i < 20 ? 'Ana' : 'Ben' }));
+    const made = [...eachCue(words, { labels: 'changes' })];
+    // A first export its client left after one cue keeps nothing: the next one makes them again.
+    const partial = cuesOf(words, 'changes')[Symbol.iterator]();
+    partial.next();
+    partial.return?.();
+    assert.ok(!Array.isArray(cuesOf(words, 'changes')));
+    assert.deepEqual([...cuesOf(words, 'changes')], made);
+    const kept = cuesOf(words, 'changes');
+    assert.ok(Array.isArray(kept));
+    assert.deepEqual(kept, made);
+    assert.equal(cuesOf(words, 'changes'), kept);
+    // Another labelling, or other words (an edit derives a new array), are cues of their own.
+    assert.deepEqual([...cuesOf(words, 'off')], [...eachCue(words, { labels: 'off' })]);
+    assert.notDeepEqual([...cuesOf(words, 'off')], made);
+    const edited = words.slice(1);
+    assert.deepEqual([...cuesOf(edited, 'changes')], [...eachCue(edited, { labels: 'changes' })]);
   });
 });

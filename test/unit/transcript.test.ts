@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { ms, type Word } from '../../lib/domain/edl';
-import { CUE_RULES, cues, linesOf } from '../../lib/domain/transcript/cues';
+import { CUE_RULES, cues, eachCue, linesOf } from '../../lib/domain/transcript/cues';
 import { clockTime, DEFAULT_TRANSCRIPT_OPTIONS, subripTime, transcriptBlocks } from '../../lib/domain/transcript/document';
 import { renderHtml, renderMarkdown, renderRtf, renderSrt, renderTxt, renderVtt } from '../../lib/domain/transcript/formats';
 import { referenceCues } from '../fixtures/reference-cues';
@@ -183,7 +183,7 @@ describe('transcript: blocks and formats', () => {
     txt.next();
     assert.ok(read < 200, `${read} words read for the first paragraph`);
     read = 0;
-    const srt = renderSrt(counted(), 'off');
+    const srt = renderSrt(eachCue(counted()));
     srt.next();
     assert.ok(read < 50, `${read} words read for the first cue`);
   });
@@ -191,7 +191,7 @@ describe('transcript: blocks and formats', () => {
   it('renders an empty transcript as a document with its title only', () => {
     const empty = { title: 'T', blocks: transcriptBlocks([], [], DEFAULT_TRANSCRIPT_OPTIONS) };
     assert.equal([...renderTxt(empty)].join(''), 'T\n');
-    assert.equal([...renderSrt([], 'changes')].join(''), '');
+    assert.equal([...renderSrt(eachCue([], { labels: 'changes' }))].join(''), '');
   });
 
   it('keeps every SRT and WebVTT cue line one line: line breaks and controls in words and names are spaces', () => {
@@ -200,26 +200,26 @@ describe('transcript: blocks and formats', () => {
       word('tab\there', 0.5, 0.9, 'Ana\u0007'),
       word('x\u2028\u2029y', 1, 1.4, 'Ana\u0007'),
     ];
-    const srt = [...renderSrt(words, 'changes')].join('');
+    const srt = [...renderSrt(eachCue(words, { labels: 'changes' }))].join('');
     assert.equal(srt, `1\n00:00:00,000 --> 00:00:01,400\nAna : one two tab here x y\n\n`);
-    const vtt = [...renderVtt(words, 'every_paragraph')].join('');
+    const vtt = [...renderVtt(eachCue(words, { labels: 'every_paragraph' }))].join('');
     assert.equal(vtt, `WEBVTT\n\n00:00:00.000 --> 00:00:01.400\nAna : one two tab here x y\n\n`);
     const long = Array.from({ length: 12 }, (_, i) => word(`w${i}\r\nword`, i * 0.3, i * 0.3 + 0.2));
-    for (const block of [...renderSrt(long, 'off')].join('').split('\n\n').filter(Boolean))
+    for (const block of [...renderSrt(eachCue(long))].join('').split('\n\n').filter(Boolean))
       assert.match(block, /^\d+\n\S+ --> \S+\n[^\n\r]+(\n[^\n\r]+)?$/, JSON.stringify(block));
   });
 
   it('renders WebVTT: the header, the SRT cues with dotted times, markup characters escaped', () => {
     const words = [word('Tom', 0), word('&', 0.4), word('<Jerry>', 0.8), word('a-->b', 1.2)].map((w) => ({ ...w, speaker: 'A' }));
-    const vtt = [...renderVtt(words)].join('');
+    const vtt = [...renderVtt(eachCue(words))].join('');
     const cue = cues(words)[0]!;
     assert.ok(vtt.startsWith('WEBVTT\n\n'));
     assert.equal(
       vtt,
       `WEBVTT\n\n${subripTime(cue.start).replace(',', '.')} --> ${subripTime(cue.end).replace(',', '.')}\nTom &amp; &lt;Jerry&gt; a--&gt;b\n\n`,
     );
-    assert.equal([...renderVtt([])].join(''), 'WEBVTT\n\n');
-    const many = [...renderVtt(speech(300))].join('').split('\n\n').filter(Boolean);
+    assert.equal([...renderVtt(eachCue([]))].join(''), 'WEBVTT\n\n');
+    const many = [...renderVtt(eachCue(speech(300)))].join('').split('\n\n').filter(Boolean);
     assert.equal(many.length - 1, cues(speech(300)).length);
     for (const block of many.slice(1)) assert.match(block, /^\d{2}:\d{2}:\d{2}\.\d{3} --> \d{2}:\d{2}:\d{2}\.\d{3}\n[^\n]+(\n[^\n]+)?$/);
   });

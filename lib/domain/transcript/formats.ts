@@ -1,6 +1,5 @@
-import type { Word } from '../edl';
-import { eachCue } from './cues';
-import { clockTime, oneLine, subripTime, type Block, type SpeakerLabels, type Span } from './document';
+import type { Cue } from './cues';
+import { clockTime, oneLine, subripTime, type Block, type Span } from './document';
 
 /**
  * The text formats of a transcript export, each a generator of pieces of the file, so the HTTP
@@ -98,10 +97,10 @@ const signed16 = (unit: number) => (unit > 0x7fff ? unit - 0x10000 : unit);
 
 // ---------------------------------------------------------------- srt
 
-/** SubRip: numbered cues by the caption rules (cues.ts), times shifted by `offsetSeconds`. */
-export function* renderSrt(words: Iterable<Word>, labels: SpeakerLabels, offsetSeconds = 0): Generator<string> {
+/** SubRip: numbered cues (cues.ts: `eachCue` of the words), times shifted by `offsetSeconds`. */
+export function* renderSrt(cues: Iterable<Cue>, offsetSeconds = 0): Generator<string> {
   let n = 0;
-  for (const cue of eachCue(words, { labels })) {
+  for (const cue of cues) {
     // A blank line ends a cue: a line of the cue's own never is one (lines are words joined by spaces).
     yield `${++n}\n${subripTime(cue.start + offsetSeconds)} --> ${subripTime(cue.end + offsetSeconds)}\n${linesText(cue.lines)}\n\n`;
   }
@@ -114,9 +113,9 @@ export function* renderSrt(words: Iterable<Word>, labels: SpeakerLabels, offsetS
  * cues as SRT. Cue text escapes `&`, `<` and `>` (VTT reads them as markup), and an arrow
  * `-->` inside a word cannot end up read as a timing line since `>` is escaped.
  */
-export function* renderVtt(words: Iterable<Word>, labels: SpeakerLabels = 'off'): Generator<string> {
+export function* renderVtt(cues: Iterable<Cue>): Generator<string> {
   yield 'WEBVTT\n\n';
-  for (const cue of eachCue(words, { labels })) {
+  for (const cue of cues) {
     const [start, end] = [cue.start, cue.end].map((t) => subripTime(Math.max(0, t)).replace(',', '.'));
     yield `${start} --> ${end}\n${cue.lines.map(escapeVtt).join('\n')}\n\n`;
   }

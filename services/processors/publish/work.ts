@@ -10,6 +10,7 @@ import type { ProjectState } from '../../../lib/domain/project';
 import { publicationIdOf, shareUrl, type PublishedRender } from '../../../lib/domain/publication';
 import type { RenderSpec } from '../../../lib/domain/render-plan';
 import { missingMedia, renderMediaOf } from '../../../lib/domain/render-sources';
+import { eachCue } from '../../../lib/domain/transcript/cues';
 import { renderVtt } from '../../../lib/domain/transcript/formats';
 import type { BlobStore } from '../../../lib/ports/blob-store';
 import type { Clock, Ids } from '../../../lib/ports/clock';
@@ -90,7 +91,7 @@ export async function runPublish(deps: PublishWorkDeps, ctx: Ctx): Promise<WorkO
 
   const captionsKey = `${made.blobKey}.vtt`;
   const words = await wordsOfClips(deps.blobs, wordSourceOf(project), spec.clips);
-  await deps.blobs.put(captionsKey, Readable.from(renderVtt(words)), { signal: ctx.signal });
+  await deps.blobs.put(captionsKey, Readable.from(renderVtt(eachCue(words))), { signal: ctx.signal });
   const size = (await deps.blobs.open(made.blobKey))?.size;
   if (size === undefined)
     throw new AppError('internal_error', `the render ${made.blobKey} is gone from the blob store`, { retriable: true });
