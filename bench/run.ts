@@ -269,7 +269,8 @@ async function exports(): Promise<boolean> {
     });
   }
   rows.push({
-    figure: "(j) the hour's SRT cues made anew, in the process alone (the first SRT export after an edit adds it; later ones read them kept)",
+    figure:
+      "(j) the hour's SRT cues made anew, in the process alone (the first SRT export after an edit adds it; later ones read them kept)",
     value: `${j.cuesMs.toFixed(1)} ms`,
   });
   console.log(`\n(j) transcript export (${j.words} words)\n`);
