@@ -191,6 +191,31 @@ describe('read-your-writes across processes (lib/app/shared-consistency.ts)', ()
     assert.deepEqual(puts, ['149', '160', '5']);
     assert.equal(await stored(), 160n);
   });
+
+  it("reads the positions a turn's requests need in one query, made after they all arrived", async () => {
+    const queries: string[][] = [];
+    const counted = {
+      ...store,
+      get: (c: string, id: string) => (c === SESSION_POSITIONS && queries.push([id]), store.get(c, id)),
+      getMany: (c: string, ids: readonly string[]) => (c === SESSION_POSITIONS && queries.push([...ids]), store.getMany(c, ids)),
+    } as typeof store;
+    const writer = sharedSessionPositions(store, log);
+    const reader = sharedSessionPositions(counted, log);
+    await writer.wrote('token-1', 10n);
+    const reads = ['token-1', 'token-2', 'token-1', 'token-3'].map((t) => reader.lastWrite(t));
+    // Recorded after the reads were asked for, in the same turn: the one query comes after it.
+    await store.put(SESSION_POSITIONS, { _id: 'token-3', _rev: 1, position: '7' }, null);
+    assert.deepEqual(await Promise.all(reads), [10n, undefined, 10n, 7n]);
+    assert.deepEqual(queries, [['token-1', 'token-2', 'token-3']]);
+    await writer.wrote('token-1', 12n);
+    assert.equal(await reader.lastWrite('token-1'), 12n, 'a later turn reads again');
+    assert.deepEqual(queries.at(-1), ['token-1']);
+    // A query that fails fails every read of its turn: each answers an error, not a document that may be stale.
+    const failing = { ...store, getMany: () => Promise.reject(new Error('disk I/O error')) } as unknown as typeof store;
+    const down = sharedSessionPositions(failing, log);
+    const failed = await Promise.allSettled([down.lastWrite('a'), down.lastWrite('b')]);
+    assert.deepEqual(failed.map((f) => f.status), ['rejected', 'rejected']);
+  });
 });
 
 /** Polls a condition (bounded: 5 s). */
