@@ -214,7 +214,10 @@ describe('read-your-writes across processes (lib/app/shared-consistency.ts)', ()
     const failing = { ...store, getMany: () => Promise.reject(new Error('disk I/O error')) } as unknown as typeof store;
     const down = sharedSessionPositions(failing, log);
     const failed = await Promise.allSettled([down.lastWrite('a'), down.lastWrite('b')]);
-    assert.deepEqual(failed.map((f) => f.status), ['rejected', 'rejected']);
+    assert.deepEqual(
+      failed.map((f) => f.status),
+      ['rejected', 'rejected'],
+    );
   });
 });
 
