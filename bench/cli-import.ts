@@ -16,10 +16,27 @@ import { admin, build, ROOT, stop, type Started } from './processes';
  */
 
 const exec = promisify(execFile);
-const ROUNDS = Math.max(1, Number(process.env.BENCH_CLI_ROUNDS ?? 3));
+const ROUNDS = Math.max(1, Number(process.env.BENCH_CLI_ROUNDS ?? 5));
 
-/** Medians, and each round's times (ms) in the order run: the machine's noise is seen in them. */
-export type CliImportFigures = { sizeMB: number; cliMs: number; handMs: number; rounds: number; cliRuns: number[]; handRuns: number[] };
+/**
+ * Medians, and each round's times (ms) in the order run: the machine's noise is seen in them.
+ * Where the environment sets NODE_EXTRA_CA_CERTS (this machine does, for its package proxy),
+ * every Node process parses that file as it starts, whatever it then connects to; `withoutCa`
+ * is the CLI started without it, as on a machine that does not set it, in the same turns, and
+ * `nodeStartMs` what `node -e 0` takes each way: the floor of any Node CLI.
+ */
+export type CliImportFigures = {
+  sizeMB: number;
+  cliMs: number;
+  handMs: number;
+  rounds: number;
+  cliRuns: number[];
+  handRuns: number[];
+  withoutCa?: { cliMs: number; cliRuns: number[] };
+  nodeStartMs: { asRun: number; withoutCa?: number };
+};
+
+const CA_OVERRIDE = 'NODE_EXTRA_CA_CERTS';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const seconds = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
@@ -64,11 +81,12 @@ export async function measureCliImport(): Promise<CliImportFigures> {
         await new Promise((r) => setTimeout(r, 10));
       }
     };
-    const byCli = async (round: number) => {
+    const byCli = async (round: number, withoutCa = false) => {
       const start = process.hrtime.bigint();
+      const base = withoutCa ? withoutCaOverride() : process.env;
       await new Promise<void>((resolve, reject) => {
         const child = spawn(process.execPath, [join(ROOT, 'dist', 'bin', 'mps.js'), 'import', file, '--name', `cli ${round}`, '--wait'], {
-          env: { ...process.env, MPS_BASE_URL: `${serve!.url}/v1`, MPS_TOKEN: token, XDG_CONFIG_HOME: join(dir, 'config') },
+          env: { ...base, MPS_BASE_URL: `${serve!.url}/v1`, MPS_TOKEN: token, XDG_CONFIG_HOME: join(dir, 'config') },
           stdio: ['ignore', 'ignore', 'pipe'],
         });
         let err = '';
@@ -79,16 +97,48 @@ export async function measureCliImport(): Promise<CliImportFigures> {
     };
     const hand: number[] = [];
     const cli: number[] = [];
+    const cliWithoutCa: number[] = [];
+    const overridden = Boolean(process.env[CA_OVERRIDE]);
     for (let round = 0; round < ROUNDS; round++) {
       hand.push(await byHand(round));
       cli.push(await byCli(round));
+      if (overridden) cliWithoutCa.push(await byCli(round, true));
     }
     const ms = (xs: number[]) => xs.map((x) => Math.round(x));
-    return { sizeMB: size / 1e6, cliMs: median(cli), handMs: median(hand), rounds: ROUNDS, cliRuns: ms(cli), handRuns: ms(hand) };
+    return {
+      sizeMB: size / 1e6,
+      cliMs: median(cli),
+      handMs: median(hand),
+      rounds: ROUNDS,
+      cliRuns: ms(cli),
+      handRuns: ms(hand),
+      ...(overridden ? { withoutCa: { cliMs: median(cliWithoutCa), cliRuns: ms(cliWithoutCa) } } : {}),
+      nodeStartMs: {
+        asRun: await nodeStart(process.env),
+        ...(overridden ? { withoutCa: await nodeStart(withoutCaOverride()) } : {}),
+      },
+    };
   } finally {
     await stop(serve);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+function withoutCaOverride(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env[CA_OVERRIDE];
+  return env;
+}
+
+/** The median wall time of `node -e 0` over nine starts. */
+async function nodeStart(env: NodeJS.ProcessEnv): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < 9; i++) {
+    const start = process.hrtime.bigint();
+    await exec(process.execPath, ['-e', '0'], { env });
+    times.push(seconds(start));
+  }
+  return Math.round(median(times));
 }
 
 if (require.main === module) {

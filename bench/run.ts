@@ -356,9 +356,23 @@ async function cliImport(): Promise<boolean> {
       goal: '<= 1.1×',
       met: ratio <= 1.1,
     },
+    ...(n.withoutCa
+      ? [
+          {
+            figure: "(n) the same, Node started without this machine's NODE_EXTRA_CA_CERTS (as where it is not set; reported)",
+            value: `${n.withoutCa.cliMs.toFixed(0)} ms`,
+            ratio: `${(n.withoutCa.cliMs / n.handMs).toFixed(2)}×`,
+          },
+        ]
+      : []),
+    {
+      figure: '(n) node -e 0: a Node process started and ended (the floor of any Node CLI)',
+      value: `${n.nodeStartMs.asRun} ms${n.nodeStartMs.withoutCa === undefined ? '' : ` (${n.nodeStartMs.withoutCa} ms without NODE_EXTRA_CA_CERTS)`}`,
+    },
   ]);
   // The rounds as run, in turns: on a shared machine the spread says how far to trust the medians.
-  console.log(`rounds (ms): by hand ${n.handRuns.join(', ')}; mps ${n.cliRuns.join(', ')}`);
+  const without = n.withoutCa ? `; mps without NODE_EXTRA_CA_CERTS ${n.withoutCa.cliRuns.join(', ')}` : '';
+  console.log(`rounds (ms): by hand ${n.handRuns.join(', ')}; mps ${n.cliRuns.join(', ')}${without}`);
   return ratio <= 1.1;
 }
 
