@@ -5,7 +5,7 @@ import { AppError, forbidden, invalidInput, notFound } from '../domain/errors';
 import { compositionOrigin, firstFreeShortId, projectUrl, streams } from '../domain/ids';
 import { jobDecider, type AgentRequest } from '../domain/job';
 import { projectDecider, type TeamAccess } from '../domain/project';
-import { driveDecider } from '../domain/tenancy';
+import { agentDisabled, driveDecider } from '../domain/tenancy';
 import type { Clock, Ids } from '../ports/clock';
 import type { EventStore, StreamAppend } from '../ports/event-store';
 import type { Balances } from './balances';
@@ -87,7 +87,7 @@ export function agentAccept(deps: AgentAcceptDeps): AgentAccept {
 
   async function checkDrive(who: Principal, model: ResolvedModel) {
     const { state } = await drives.load(who.driveId);
-    if (state.exists && state.settings.agent_disabled) throw forbidden('the drive admin has disabled agent usage on this drive');
+    if (agentDisabled(state)) throw forbidden('the drive admin has disabled agent usage on this drive');
     const required = CREDITS[model.cost].turn;
     const left = (await deps.balance.show(who.driveId)).ai_credits.left;
     if (left !== null && left < required) {

@@ -118,6 +118,9 @@ export function evolveDrive(state: DriveState, event: DriveEvent): DriveState {
  */
 export const mediaSecondsAllowance = (state: DriveState): number | null => (state.exists ? state.settings.media_seconds : 0);
 
+/** Whether the drive's admin disabled agent usage: prompts are refused when posted, and when their turn comes. */
+export const agentDisabled = (state: DriveState): boolean => state.exists && state.settings.agent_disabled;
+
 export type TokenState =
   { readonly exists: false } | { readonly exists: true; readonly token: TokenCreated['data']; readonly revoked: boolean };
 

@@ -3,6 +3,7 @@ import type { PlannedChange, ProjectModel } from '../../../lib/domain/agent/edit
 import type { RecordedToolCall, Turn } from '../../../lib/domain/conversation';
 import { AppError } from '../../../lib/domain/errors';
 import type { AgentResult } from '../../../lib/domain/job';
+import { agentDisabled } from '../../../lib/domain/tenancy';
 import type { Balances } from '../../../lib/app/balances';
 import type { AgentModel, ToolCall, TurnMessage } from '../../../lib/ports/agent-model';
 import type { BlobStore } from '../../../lib/ports/blob-store';
@@ -125,7 +126,7 @@ async function finishWritten(ctx: Ctx, turn: Turn): Promise<WorkOutcome<'agent'>
  */
 async function refuseIfAgentDisabled(deps: AgentWorkDeps, ctx: Ctx): Promise<void> {
   const { state } = await deps.on.drives.load(ctx.job.drive_id);
-  if (state.exists && state.settings.agent_disabled) {
+  if (agentDisabled(state)) {
     throw new AppError(
       'forbidden',
       'the drive admin disabled agent usage on this drive after the prompt was accepted; nothing was changed',
