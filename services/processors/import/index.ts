@@ -30,6 +30,9 @@ export const importJobType: JobTypeDefinition<'import/project_media', ImportDeps
   wakesOn: ['UploadReceived'],
   sweep: scanExpiredUploads,
   afterCancel: discardUploads,
+  // A file that is fetched, probed and composed within it (most short clips) reports no progress:
+  // four fsynced appends, projected and pushed to every listener, for a job over before a poll.
+  progressGraceMs: 250,
 };
 
 /**
