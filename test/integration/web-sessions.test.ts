@@ -1,13 +1,8 @@
 import assert from 'node:assert/strict';
-import Koa from 'koa';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
 import supertest from 'supertest';
 import { systemClock } from '../../lib/adapters/system/clock';
 import { revokeToken } from '../../lib/app/admin';
-import { createAuthenticator } from '../../lib/app/tenancy';
 import { WEB_SESSIONS } from '../../lib/app/web-sessions';
-import { errorHandler, notFoundFallback, requestContext } from '../../lib/http/middleware';
-import { createWebRoutes } from '../../services/query-api/web/routes';
 import { webAppOn } from '../fixtures/web-app';
 import { launchChromium, listenFirst, skipWithoutChromium } from '../fixtures/browser';
 import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
@@ -126,32 +121,15 @@ describe('web forms: per-address rate limits', function () {
 
   /** The web pages as createApiApp mounts them, with their own limiter of LIMIT per minute. */
   function webApp(trustedProxyHops: number) {
-    const app = new Koa();
-    app.proxy = true;
-    app.silent = true;
-    app.use(requestContext(h.logger));
-    app.use(errorHandler());
-    const routes = createWebRoutes({
-      authenticate: createAuthenticator({ store: h.store, clock: systemClock, cacheTtlMs: 0 }),
-      sessions: h.sessions,
-      formLimiter: new RateLimiterMemory({ points: LIMIT, duration: 60 }),
-      trustedProxyHops,
-      read: h.read,
-      blobs: h.processorDeps.blobs,
+    const imports = {
+      store: h.store,
+      clock: systemClock,
+      ids: h.processorDeps.ids,
       webUrl: WEB_URL,
-      logger: h.logger,
-      imports: {
-        store: h.store,
-        clock: systemClock,
-        ids: h.processorDeps.ids,
-        webUrl: WEB_URL,
-        urlRefusal: () => null,
-        balance: h.balance,
-      },
-    });
-    app.use(routes.routes());
-    app.use(notFoundFallback());
-    return supertest(app.callback());
+      urlRefusal: () => null,
+      balance: h.balance,
+    };
+    return supertest(webAppOn(h, WEB_URL, { formsPerMinute: LIMIT, more: { trustedProxyHops, imports } }).callback());
   }
   const login = (web: ReturnType<typeof webApp>, forwardedFor?: string) => {
     const req = web.post('/login').type('form');
