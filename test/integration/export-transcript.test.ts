@@ -17,10 +17,10 @@ import { compositionDecider, type CompositionCommand } from '../../lib/domain/co
 import type { Marker, Word } from '../../lib/domain/edl';
 import type { DomainEvent } from '../../lib/domain/events';
 import { shortIdOf, streams } from '../../lib/domain/ids';
-import { projectDecider } from '../../lib/domain/project';
 import { CUE_RULES } from '../../lib/domain/transcript/cues';
 import { startHarness, type Harness } from '../fixtures/harness';
 import { waitFor } from '../fixtures/wait';
+import { seedEmptyProject } from '../fixtures/seed-project';
 
 /**
  * Issue 22: `POST /v1/export/transcript` through the gateway (the query API answers it), on the
@@ -60,16 +60,7 @@ describe('transcript export (HTTP, embedded adapters)', function () {
   type Seeded = { projectId: string; podcast: string; talk: string; empty: string };
 
   async function seed(): Promise<Seeded> {
-    const projectId = randomUUID();
-    const write = { newId: randomUUID, metadata: { partition_key: projectId } };
-    const project = { project_id: projectId, drive_id: h.drive.drive_id, name: 'Podcast', folder_path: null, team_access: 'none' as const };
-    await handleCommand(
-      h.store,
-      streams.project(projectId),
-      projectDecider,
-      { type: 'CreateProject', project: { ...project, created_by: me, job_id: null }, now: T },
-      write,
-    );
+    const { projectId, write } = await seedEmptyProject(h, { name: 'Podcast', createdBy: me, at: T });
     const common = { project_id: projectId, job_id: null as unknown as string };
     const media = (ref: string, tracks: { media: string; offset: number }[] | null): DomainEvent => ({
       type: 'MediaImported',

@@ -10,9 +10,10 @@ import type { Clip } from '../../lib/domain/edl';
 import type { DomainEvent } from '../../lib/domain/events';
 import { shortIdOf, streams } from '../../lib/domain/ids';
 import { jobDecider, type PublishRequest } from '../../lib/domain/job';
-import { projectDecider, type MediaImported } from '../../lib/domain/project';
+import type { MediaImported } from '../../lib/domain/project';
 import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
 import { waitFor } from '../fixtures/wait';
+import { seedEmptyProject } from '../fixtures/seed-project';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -58,16 +59,7 @@ describe('publish accept (POST /v1/jobs/publish, HTTP, embedded adapters)', func
    * a picture, and the compositions given, in order (a `deleted` one is deleted after creation).
    */
   async function seed(driveId: string, compositions: { name: string; clips: Clip[]; deleted?: boolean }[]): Promise<Seeded> {
-    const projectId = randomUUID();
-    const write = { newId: randomUUID, metadata: { partition_key: projectId } };
-    const project = { project_id: projectId, drive_id: driveId, name: 'Show', folder_path: null, team_access: 'none' as const };
-    await handleCommand(
-      h.store,
-      streams.project(projectId),
-      projectDecider,
-      { type: 'CreateProject', project: { ...project, created_by: randomUUID(), job_id: null }, now: T },
-      write,
-    );
+    const { projectId, write } = await seedEmptyProject(h, { driveId, name: 'Show', createdBy: randomUUID(), at: T });
     const ids = new Map(compositions.map((c) => [c.name, randomUUID()]));
     const events: DomainEvent[] = [
       media(projectId, 'cam.mp4', 'video'),

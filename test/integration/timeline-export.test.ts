@@ -13,10 +13,10 @@ import { compositionDecider, type CompositionCommand } from '../../lib/domain/co
 import type { DomainEvent } from '../../lib/domain/events';
 import { cutRanges, type Clip, type TimeSpan } from '../../lib/domain/edl';
 import { shortIdOf, streams } from '../../lib/domain/ids';
-import { projectDecider } from '../../lib/domain/project';
 import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
 import { readCmx3600, readFcpxml, readOtio, type ReadClip } from '../fixtures/timeline-readers';
 import { waitFor } from '../fixtures/wait';
+import { seedEmptyProject } from '../fixtures/seed-project';
 
 /**
  * Issue 22 item 6 through HTTP: `POST /v1/export/timeline` on the query API behind the one-port
@@ -58,17 +58,8 @@ describe('timeline export (HTTP, embedded adapters)', function () {
 
   /** A project with a stored video, an empty placeholder composition first, then one that plays two parts of the video. */
   async function seedProject(name: string, compositionName: string) {
-    const projectId = randomUUID();
     const [emptyId, compositionId] = [randomUUID(), randomUUID()];
-    const write = { newId: randomUUID, metadata: { partition_key: projectId } };
-    const project = { project_id: projectId, drive_id: h.drive.drive_id, name, folder_path: null, team_access: 'none' as const };
-    await handleCommand(
-      h.store,
-      streams.project(projectId),
-      projectDecider,
-      { type: 'CreateProject', project: { ...project, created_by: me, job_id: null }, now: T },
-      write,
-    );
+    const { projectId, write } = await seedEmptyProject(h, { name, createdBy: me, at: T });
     const blobKey = `${h.drive.drive_id}/${projectId}/${randomUUID()}`;
     await h.processorDeps.blobs.put(blobKey, Readable.from([CAM]));
     const added = (id: string, n: number, compName: string): DomainEvent => ({
@@ -276,23 +267,8 @@ describe('timeline export (HTTP, embedded adapters)', function () {
     ];
 
     before(async () => {
-      const projectId = randomUUID();
       const compositionId = randomUUID();
-      const write = { newId: randomUUID, metadata: { partition_key: projectId } };
-      const project = {
-        project_id: projectId,
-        drive_id: h.drive.drive_id,
-        name: 'Podcast',
-        folder_path: null,
-        team_access: 'none' as const,
-      };
-      await handleCommand(
-        h.store,
-        streams.project(projectId),
-        projectDecider,
-        { type: 'CreateProject', project: { ...project, created_by: me, job_id: null }, now: T },
-        write,
-      );
+      const { projectId, write } = await seedEmptyProject(h, { name: 'Podcast', createdBy: me, at: T });
       const file = async (ref: string, bytes: Buffer, duration: number): Promise<DomainEvent> => {
         const blobKey = `${h.drive.drive_id}/${projectId}/${randomUUID()}`;
         await h.processorDeps.blobs.put(blobKey, Readable.from([bytes]));
