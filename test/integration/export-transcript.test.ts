@@ -21,6 +21,7 @@ import { CUE_RULES } from '../../lib/domain/transcript/cues';
 import { startHarness, type Harness } from '../fixtures/harness';
 import { waitFor } from '../fixtures/wait';
 import { seedEmptyProject } from '../fixtures/seed-project';
+import { hasTool } from '../fixtures/tools';
 
 /**
  * Issue 22: `POST /v1/export/transcript` through the gateway (the query API answers it), on the
@@ -475,15 +476,6 @@ export function assertCueRules(cues: readonly SrtCue[]): void {
     assert.ok(length >= CUE_RULES.minSeconds * 1000 || (next && next.start === c.end), JSON.stringify(c));
     if (next) assert.ok(next.start >= c.end, 'cues do not overlap');
   });
-}
-
-function hasTool(name: string): boolean {
-  try {
-    execFileSync('which', [name], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function tempFile(name: string, content: string): string {

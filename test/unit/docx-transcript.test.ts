@@ -7,6 +7,7 @@ import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import mammoth from 'mammoth';
 import { docxRenderer } from '../../lib/adapters/docx/transcript';
 import type { Block } from '../../lib/domain/transcript/document';
+import { hasTool } from '../fixtures/tools';
 
 /**
  * Issue 22: the docx adapter. Its document.xml is written by the adapter (the library builds the
@@ -151,15 +152,6 @@ function pythonWithDocx(): string | null {
     }
   }
   return null;
-}
-
-function hasTool(name: string): boolean {
-  try {
-    execFileSync('which', [name], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function tempFile(name: string, content: string | Buffer): string {
