@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +15,7 @@ import type { DeadLetterStore } from '../../lib/ports/dead-letters';
 import type { StoredEvent } from '../../lib/ports/event-store';
 import { createMemoryDeadLetterStore } from '../fixtures/memory-dead-letters';
 import { kafkaSuite } from '../fixtures/kafka';
+import { waitFor } from '../fixtures/wait';
 import { describeEventLogContract } from './event-log.contract';
 
 const logger = pino({ level: 'silent' });
@@ -40,6 +42,80 @@ describeEventLogContract('embedded ($all of the SQLite store)', async () => {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+});
+
+describe('embedded event log: the groups of one log read $all together', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'log-shared-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** A store whose reads of `$all` are counted, event by event. */
+  const counted = (path: string) => {
+    const store = createSqliteEventStore({ path });
+    const reads = { events: 0 };
+    const readAll: typeof store.readAll = async (after, limit) => {
+      const events = await store.readAll(after, limit);
+      reads.events += events.length;
+      return events;
+    };
+    return { store, reads, shared: { ...store, readAll } };
+  };
+  const append = async (store: ReturnType<typeof createSqliteEventStore>, stream: string, n: number) =>
+    store.append(
+      stream,
+      Array.from({ length: n }, (_, i) => ({ id: randomUUID(), type: `E${i}`, data: { i }, metadata: { partition_key: stream } })),
+      'no_stream',
+    );
+
+  it('reads each event from the store once for four groups in step, and each gets every event in order', async () => {
+    const { store, reads, shared } = counted(join(dir, 'events.sqlite'));
+    const deadLetters = createSqliteDeadLetterStore({ path: join(dir, 'events.sqlite') });
+    const log = createEmbeddedEventLog({ store: shared, logger, deadLetters });
+    const seen: number[][] = [[], [], [], []];
+    try {
+      for (const [g, into] of seen.entries()) await log.subscribe(`g${g}`, async (e) => void into.push((e.data as { i: number }).i));
+      await append(store, 's-1', 300);
+      await waitFor(() => seen.every((s) => s.length === 300), { timeoutMs: 10_000, what: 'every group has 300 events' });
+      for (const s of seen)
+        assert.deepEqual(
+          s,
+          Array.from({ length: 300 }, (_, i) => i),
+        );
+      // 300 for the first group to ask; a group can miss the shared batch only by reading at another position.
+      assert.ok(reads.events < 600, `the four groups read ${reads.events} events from the store for 300`);
+    } finally {
+      await log.close();
+      deadLetters.close();
+      await store.close();
+    }
+  });
+
+  it('a group held back reads on by itself and still gets every event once, in order', async () => {
+    const { store, shared } = counted(join(dir, 'events.sqlite'));
+    const deadLetters = createSqliteDeadLetterStore({ path: join(dir, 'events.sqlite') });
+    const log = createEmbeddedEventLog({ store: shared, logger, deadLetters });
+    const quick: number[] = [];
+    const slow: number[] = [];
+    try {
+      await log.subscribe('quick', async (e) => void quick.push((e.data as { i: number }).i));
+      // At most 3 unsettled, each settling 2 ms later: it falls behind the quick group.
+      await log.subscribe(
+        'slow',
+        async (e) => ({ settled: new Promise<void>((r) => setTimeout(() => (slow.push((e.data as { i: number }).i), r()), 2)) }),
+        { maxInFlight: 3, concurrency: 1 },
+      );
+      await append(store, 's-1', 200);
+      await waitFor(() => quick.length === 200, { timeoutMs: 10_000, what: 'the quick group has 200 events' });
+      await append(store, 's-2', 50);
+      await waitFor(() => slow.length === 250 && quick.length === 250, { timeoutMs: 20_000, what: 'both groups have 250 events' });
+      assert.deepEqual(slow, [...Array.from({ length: 200 }, (_, i) => i), ...Array.from({ length: 50 }, (_, i) => i)]);
+      assert.deepEqual(quick, slow);
+    } finally {
+      await log.close();
+      deadLetters.close();
+      await store.close();
+    }
+  });
 });
 
 // The contract's made-up event types have no Avro schema: the Kafka run uses a JSON codec, and

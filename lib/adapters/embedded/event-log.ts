@@ -38,9 +38,10 @@ export const laneOf = (key: string, lanes: number): number => {
 
 export function createEmbeddedEventLog(deps: EmbeddedLogDeps): EventLog {
   const subscriptions = new Set<LogSubscription>();
+  const read = sharedReads(deps.store);
   return {
     async subscribe(group, handler, options = {}) {
-      const subscription = subscribeGroup(deps, group, handler, options, () => subscriptions.delete(subscription));
+      const subscription = subscribeGroup(deps, read, group, handler, options, () => subscriptions.delete(subscription));
       subscriptions.add(subscription);
       return subscription;
     },
@@ -53,6 +54,7 @@ export function createEmbeddedEventLog(deps: EmbeddedLogDeps): EventLog {
 /** Wires one member of the group: the feed dispatches into lanes, settled events move the low-water mark. */
 function subscribeGroup(
   deps: EmbeddedLogDeps,
+  read: ReadAfter,
   name: string,
   handler: LogHandler,
   options: SubscribeOptions,
@@ -66,12 +68,14 @@ function subscribeGroup(
   const checkpoint = checkpointing(deps.store, group, mark);
   let running = true;
   const dispatch = dispatcher(group, lanes, mark);
-  const feeding = feed(deps.store, start, mark, Math.max(1, options.maxInFlight ?? 512), group.closing, dispatch).catch((err: unknown) => {
-    if (!running) return;
-    running = false;
-    group.log.fatal({ err }, 'subscription can no longer read the event store');
-    options.onFatal?.(err instanceof Error ? err : new Error(String(err)));
-  });
+  const feeding = feed(read, deps.store, start, mark, Math.max(1, options.maxInFlight ?? 512), group.closing, dispatch).catch(
+    (err: unknown) => {
+      if (!running) return;
+      running = false;
+      group.log.fatal({ err }, 'subscription can no longer read the event store');
+      options.onFatal?.(err instanceof Error ? err : new Error(String(err)));
+    },
+  );
   const retries = retryingLetters(group, deps.retryPollMs ?? 2000);
 
   const subscription: LogSubscription = {
@@ -147,6 +151,7 @@ function createLanes(count: number) {
  * `maxInFlight` events are unsettled, and waits for appends once caught up.
  */
 async function feed(
+  read: ReadAfter,
   store: SqliteEventStore,
   start: number,
   mark: LowWaterMark,
@@ -156,7 +161,7 @@ async function feed(
 ): Promise<void> {
   let cursor = start;
   while (!closing.aborted) {
-    const batch = await store.readAll(String(cursor), 256);
+    const batch = await read(cursor);
     for (const event of batch) {
       while (mark.unsettled() >= maxInFlight && !closing.aborted) await mark.moved();
       if (closing.aborted) return;
@@ -165,6 +170,37 @@ async function feed(
     }
     if (batch.length === 0) await store.waitForAppend(100);
   }
+}
+
+type ReadAfter = (position: number) => Promise<readonly StoredEvent[]>;
+
+const READ_BATCH = 256;
+/** Batches kept for the other groups: one per group that can be at a different place. */
+const KEPT_BATCHES = 16;
+
+/**
+ * The groups of one process read `$all` together: woken by the same append, they ask for the
+ * events after the same position, one after the other. The first reads and parses them; the
+ * others get that batch (the jobs worker's four groups read each event once, not four times).
+ * A batch read after a position stays right: events are only ever added after the head, in
+ * order, so it is a prefix of what is there now, and a group that got it reads on from its end.
+ * An empty read is never kept (an append may come at any moment). The events are shared between
+ * the groups' handlers, which only read them.
+ */
+function sharedReads(store: SqliteEventStore): ReadAfter {
+  const kept = new Map<number, Promise<readonly StoredEvent[]>>();
+  return (position) => {
+    const hit = kept.get(position);
+    if (hit) return hit;
+    const reading = store.readAll(String(position), READ_BATCH);
+    kept.set(position, reading);
+    if (kept.size > KEPT_BATCHES) kept.delete(kept.keys().next().value!);
+    void reading.then(
+      (events) => events.length === 0 && kept.get(position) === reading && kept.delete(position),
+      () => kept.get(position) === reading && kept.delete(position),
+    );
+    return reading;
+  };
 }
 
 /** Events in the store after the mark; null when the store cannot say. */
