@@ -53,6 +53,22 @@ export function firstFreeShortId(origin: string, taken: ReadonlySet<string>): st
   return undefined;
 }
 
+/**
+ * `origin`'s candidates up to the first whose short id is not in `taken`, and `spare` more after
+ * it: `AddComposition` picks from these what it would pick from all sixteen, unless more than
+ * `spare` compositions took the next ones since `taken` was read (then it refuses, retriably).
+ * Each candidate costs a SHA-1; all sixteen were a tenth of a millisecond of every import.
+ */
+export function candidatesUntilFree(origin: string, taken: ReadonlySet<string>, spare = 2): string[] {
+  const list: string[] = [];
+  let free = -1;
+  for (let n = 0; n < CANDIDATES && (free < 0 || n <= free + spare); n++) {
+    list.push(candidate(origin, n));
+    if (free < 0 && !taken.has(shortIdOf(list[n]))) free = n;
+  }
+  return list;
+}
+
 /** The origins of an import's compositions: its placeholder, and the i-th composition the request asked for. */
 export const compositionOrigin = (jobId: string, index: number | 'placeholder'): string => `${jobId}#${index}`;
 

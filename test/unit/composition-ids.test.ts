@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { v5 } from 'uuid';
-import { compositionCandidates, compositionOrigin, firstFreeShortId, shortIdOf } from '../../lib/domain/ids';
+import { candidatesUntilFree, compositionCandidates, compositionOrigin, firstFreeShortId, shortIdOf } from '../../lib/domain/ids';
 
 /**
  * Composition ids are name-based (UUID v5) and stored in events: the ids a job proposes must stay
@@ -31,6 +31,23 @@ describe('composition ids', () => {
         const taken = new Set(shortIds.slice(0, takenCount));
         const expected = shortIds.find((s) => !taken.has(s));
         assert.equal(firstFreeShortId(origin, taken), expected, `${origin} with ${takenCount} taken`);
+      }
+    }
+  });
+
+  it('proposes to AddComposition a prefix of the candidates that holds the one it would pick from all sixteen', () => {
+    for (const origin of origins) {
+      const all = compositionCandidates(origin);
+      const shortIds = all.map(shortIdOf);
+      for (let takenCount = 0; takenCount <= 16; takenCount++) {
+        const taken = new Set(shortIds.slice(0, takenCount));
+        const proposed = candidatesUntilFree(origin, taken);
+        assert.deepEqual(proposed, all.slice(0, Math.min(16, takenCount + 3)), `${origin} with ${takenCount} taken`);
+        const pick = (list: string[], t: ReadonlySet<string>) => list.find((c) => !t.has(shortIdOf(c)));
+        assert.equal(pick(proposed, taken), pick(all, taken));
+        // Two more listed meanwhile: still the same pick; a third takes the last one proposed.
+        const later = new Set([...taken, ...shortIds.slice(takenCount, takenCount + 2)]);
+        assert.equal(pick(proposed, later), pick(all, later));
       }
     }
   });

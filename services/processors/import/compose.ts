@@ -2,7 +2,7 @@ import { appendInOrder, decideNext, type CommandHandler } from '../../../lib/app
 import { compositionDecider, type CompositionCommand } from '../../../lib/domain/composition';
 import type { Decider } from '../../../lib/domain/decider';
 import { AppError } from '../../../lib/domain/errors';
-import { compositionCandidates, streams } from '../../../lib/domain/ids';
+import { candidatesUntilFree, streams } from '../../../lib/domain/ids';
 import type { Clip } from '../../../lib/domain/edl';
 import type { ImportPlan } from '../../../lib/domain/import';
 import { projectDecider, type CompositionEntry, type ProjectCommand, type ProjectState } from '../../../lib/domain/project';
@@ -41,7 +41,8 @@ export async function createComposition(
   };
   const now = deps.clock.now().toISOString();
   // Deterministic candidates: a retry proposes the same ids, and the first free short id wins.
-  const list: ProjectCommand = { type: 'AddComposition', origin, name: spec.name, candidateIds: compositionCandidates(origin), now };
+  const taken = new Set(project.compositions.map((c) => c.short_id));
+  const list: ProjectCommand = { type: 'AddComposition', origin, name: spec.name, candidateIds: candidatesUntilFree(origin, taken), now };
   for (let tries = 0; tries < COMPOSE_TRIES; tries++) {
     const listing = await decideOn(deps.on.projects, projectDecider, streams.project, ctx.job.project_id, list, write);
     const state = listing.state;
