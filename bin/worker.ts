@@ -31,6 +31,9 @@ import { dispatcherDeps } from '../services/webhook-dispatcher/from-config';
  */
 export type WorkerPart = 'projector' | 'jobs' | 'all';
 
+/** How long an orphaned worker whose writer was its parent's may take to stop. */
+const ORPHANED_GRACE_MS = 2000;
+
 const part = (process.argv[2] ?? 'all') as WorkerPart;
 if (!['projector', 'jobs', 'all'].includes(part)) throw new Error(`bin/worker: unknown part "${part}" (projector, jobs or all)`);
 
@@ -42,7 +45,17 @@ runService(part === 'all' ? 'worker' : `worker ${part}`, async (config, logger) 
   const watermark = createWatermark();
   const parent = serveParent({
     answer: async (question) => (question === 'metrics' ? metrics.registry.getMetricsAsJSON() : null),
-    onOrphaned: () => process.kill(process.pid, 'SIGTERM'),
+    onOrphaned: () => {
+      // The embedded store's writer lived in the parent: nothing this process does can be committed
+      // any more, and each append would retry its connection for seconds before failing. It stops
+      // as on SIGTERM, and exits after a short grace whatever still waits; a job it ran is taken
+      // up again once its claim lapses, as after a crash.
+      if (config.eventsWriterSocket) {
+        logger.warn({ grace_ms: ORPHANED_GRACE_MS }, 'the parent process is gone, and the event store writer with it: stopping');
+        setTimeout(() => process.exit(1), ORPHANED_GRACE_MS).unref();
+      }
+      process.kill(process.pid, 'SIGTERM');
+    },
     // The APIs appended: the consumers read it now rather than at their next poll of the store.
     onAppended: () => ('appendedElsewhere' in store ? store.appendedElsewhere() : undefined),
     onProjected: (position) => watermark.advance(position),

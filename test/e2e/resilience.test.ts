@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -29,6 +29,16 @@ function startupOutput(env: Record<string, string>): string {
 /** The partial renders (hidden `.part` files) anywhere under `dir`. */
 function partialRenders(dir: string): string[] {
   return (readdirSync(dir, { recursive: true }) as string[]).filter((p) => /(^|\/)\.[^/]+\.part$/.test(p));
+}
+
+/** Whether process `pid` runs: not gone, and not a zombie its new parent has yet to reap (this container's init may never). */
+function isLive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
 }
 
 /** Whether a process whose command line names `text` runs. */
@@ -224,6 +234,39 @@ describe('e2e: resilience of the all-in-one service', function () {
     } finally {
       svc.killAll('SIGTERM');
       await svc.exited;
+    }
+  });
+
+  it('kill -9 of `serve` with imports running: its workers end within seconds, not after their appends and claims time out', async () => {
+    const env = { DATA_DIR: mkdtempSync(join(tmpdir(), 'e2e-data-')), OUTBOUND_ALLOWLIST: '127.0.0.1' };
+    const svc = await startService(env);
+    try {
+      const drive = await admin(env, 'drive', 'create', '--name', 'Orphaned');
+      const api = client(svc, drive.token);
+      // Trickled downloads (about 12 s each): the jobs are mid-work, reporting progress, when serve dies.
+      for (let i = 0; i < 6; i++) {
+        const res = await api.post('/jobs/import/project_media', {
+          project_name: `Running ${i}`,
+          add_media: { 'long.wav': { url: media.url('slow', 'long.wav') } },
+        });
+        assert.equal(res.status, 201);
+      }
+      await waitFor(() => /"progress"|job started/.test(svc.output()), { timeoutMs: 20_000, what: 'the jobs to start' });
+      await new Promise((r) => setTimeout(r, 1000));
+      const workers = execFileSync('pgrep', ['-P', String(svc.child.pid)], { encoding: 'utf8' })
+        .trim()
+        .split('\n')
+        .map(Number);
+      assert.equal(workers.length, 2, 'the projector and the jobs worker');
+      const alive = () => workers.filter(isLive);
+      svc.child.kill('SIGKILL');
+      const killedAt = Date.now();
+      // The event store's writer lived in serve: nothing either worker does can be committed any more.
+      await waitFor(() => alive().length === 0, { timeoutMs: 30_000, intervalMs: 100, what: 'the workers to end' });
+      const seconds = (Date.now() - killedAt) / 1000;
+      assert.ok(seconds < 5, `the workers ended ${seconds.toFixed(1)} s after serve was killed`);
+    } finally {
+      svc.killAll('SIGKILL');
     }
   });
 
