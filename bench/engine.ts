@@ -33,6 +33,8 @@ export type EngineFigures = {
   overdraw: { runs: number; overdrawn: number; mismatched: number; maxUsed: number };
   imports: {
     count: number;
+    /** Turns of `count` imports and `count` ffprobe runs; rates and CPU are over all of them. */
+    rounds: number;
     perSecond: number;
     cpuPerImport: number;
     /** The first `count` imports of the fresh service. */
@@ -162,7 +164,9 @@ async function untilStopped(api: Api, jobId: string, everyMs = 500): Promise<Ans
  * record, so the polling interval does not stretch it), against ffprobe of the file two at a
  * time. Also the CPU time each costs: the service's whole process tree (serve, its workers and
  * their ffprobe children) per import, against ffprobe's own per call, which other load on the
- * machine does not move the way it moves wall-clock rates.
+ * machine does not move the way it moves wall-clock rates. Imports and ffprobe take turns
+ * (BENCH_IMPORT_ROUNDS, 2, of each), so that the machine's drift over the phase (this VM's speed
+ * moves by a fifth within minutes) falls on both sides; rates are the rounds' totals.
  */
 async function importsPerSecond(
   api: (token: string) => Api,
@@ -172,7 +176,8 @@ async function importsPerSecond(
   servePid: number,
 ) {
   const count = num('BENCH_IMPORTS', 300);
-  /** `n` imports of a new drive at once, from the first POST to the last `stopped_at`, and the service's CPU per import. */
+  const rounds = Math.max(1, num('BENCH_IMPORT_ROUNDS', 2));
+  /** `n` imports of a new drive at once, from the first POST to the last `stopped_at`, and the service's CPU. */
   const burst = async (n: number, name: string) => {
     const a = api((await admin(env, 'drive', 'create', '--name', name)).token);
     const cpu0 = treeCpuSeconds(servePid);
@@ -182,26 +187,49 @@ async function importsPerSecond(
     );
     const done = await inTurn(a, jobs);
     const last = Math.max(...done.map((j) => Date.parse(j.stopped_at ?? '')));
-    return { perSecond: n / ((last - t0) / 1000), cpuPerImport: (treeCpuSeconds(servePid) - cpu0) / n };
+    return { seconds: (last - t0) / 1000, cpu: treeCpuSeconds(servePid) - cpu0 };
+  };
+  const ffprobe = resolveFfmpegPaths().ffprobe;
+  /** `n` runs of ffprobe on the file, two at a time, and their CPU. */
+  const probes = async (n: number) => {
+    const t1 = performance.now();
+    childCpuSeconds(); // from here on
+    let next = 0;
+    await Promise.all(
+      [0, 1].map(async () => {
+        while (next++ < n) await exec(ffprobe, ['-v', 'error', '-show_format', '-show_streams', '-of', 'json', wav]);
+      }),
+    );
+    return { seconds: (performance.now() - t1) / 1000, cpu: childCpuSeconds() };
   };
   // The figure is the warm service's, as the HTTP figures measure after a warm-up. A fresh one
   // spends a tenth of its CPU over the first thousand or so imports in V8's optimizing compiler
   // (perf: its threads in the jobs worker, still busy after 300 imports); the cold burst is shown.
   const cold = await burst(count, 'Cold');
   await burst(num('BENCH_IMPORT_WARMUP', 600), 'Warm-up');
-  const warm = await burst(count, 'Imports');
-  const ffprobe = resolveFfmpegPaths().ffprobe;
-  const t1 = performance.now();
-  childCpuSeconds(); // from here on
-  let next = 0;
-  await Promise.all(
-    [0, 1].map(async () => {
-      while (next++ < count) await exec(ffprobe, ['-v', 'error', '-show_format', '-show_streams', '-of', 'json', wav]);
-    }),
-  );
-  const ffprobePerSecond = count / ((performance.now() - t1) / 1000);
-  const ffprobeCpu = childCpuSeconds() / count;
-  return { count, ...warm, cold, ffprobePerSecond, ffprobeCpu };
+  const warm = { seconds: 0, cpu: 0 };
+  const probed = { seconds: 0, cpu: 0 };
+  for (let round = 0; round < rounds; round++) {
+    const b = await burst(count, `Imports ${round}`);
+    const p = await probes(count);
+    for (const [into, from] of [
+      [warm, b],
+      [probed, p],
+    ] as const) {
+      into.seconds += from.seconds;
+      into.cpu += from.cpu;
+    }
+  }
+  const total = count * rounds;
+  return {
+    count,
+    rounds,
+    perSecond: total / warm.seconds,
+    cpuPerImport: warm.cpu / total,
+    cold: { perSecond: count / cold.seconds, cpuPerImport: cold.cpu / count },
+    ffprobePerSecond: total / probed.seconds,
+    ffprobeCpu: probed.cpu / total,
+  };
 }
 
 const TICKS = 100; // USER_HZ on Linux

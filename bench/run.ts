@@ -182,7 +182,7 @@ function engineRows(f: EngineFigures, met: Record<string, boolean>, lagP99: numb
       met: met.overdraw,
     },
     {
-      figure: `(f) imports finished (${f.imports.count} × 3 s WAV, warm)`,
+      figure: `(f) imports finished (${f.imports.rounds} × ${f.imports.count} × 3 s WAV, warm)`,
       value: rate(f.imports.perSecond, 'jobs/s'),
       baseline: `ffprobe ×2: ${rate(f.imports.ffprobePerSecond, '/s')}`,
       ratio: importsRatio.toFixed(2),
