@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client, Job } from '../../sdk/client';
 import type { Extra } from './tool-kit';
 
@@ -35,14 +36,25 @@ export async function waitBounded(client: Client, jobId: string, seconds: number
 export type ProgressReporter = { report: (job: Job) => void; sent: () => Promise<void> };
 
 /**
+ * How long after its last progress notification a call's answer is held. The TypeScript SDK's
+ * client hands a notification to its handler a microtask after reading it, but settles a response
+ * at once: when both come in one read of the pipe, the response retires the token first and the
+ * client reports the notification as a protocol error and drops it (modelcontextprotocol/
+ * typescript-sdk#2580, open). A job that ends just after a notification made that likely.
+ */
+export const PROGRESS_ANSWER_GAP_MS = 50;
+
+/**
  * MCP progress notifications for a job's updates, when the client asked for them. The spec wants
  * `progress` to increase with each notification, so a percent no higher than the last is skipped;
- * the job's end is 100. `sent()` resolves once every notification so far is written.
+ * the job's end is 100. `sent()` resolves once every notification so far is written, and
+ * `PROGRESS_ANSWER_GAP_MS` after the last of them.
  */
 export function progressReporter(extra: Extra): ProgressReporter | undefined {
   const token = extra._meta?.progressToken;
   if (token === undefined) return undefined;
   let last = -1;
+  let writtenAt: number | null = null;
   let writing = Promise.resolve();
   const report = (job: Job) => {
     const percent = isFinal(job) ? 100 : (job.progress?.percent ?? 0);
@@ -54,9 +66,17 @@ export function progressReporter(extra: Extra): ProgressReporter | undefined {
       params: { progressToken: token, progress: percent, total: 100, message: `${job.job_state}${label}` },
     };
     // In order, one after the other; a client gone mid-wait fails the call's own answer as well.
-    writing = writing.then(() => extra.sendNotification(notification)).catch(() => undefined);
+    writing = writing
+      .then(() => extra.sendNotification(notification))
+      .then(() => void (writtenAt = performance.now()))
+      .catch(() => undefined);
   };
-  return { report, sent: () => writing };
+  const sent = async () => {
+    await writing;
+    const hold = writtenAt === null ? 0 : writtenAt + PROGRESS_ANSWER_GAP_MS - performance.now();
+    if (hold > 0) await sleep(hold);
+  };
+  return { report, sent };
 }
 
 /** One line about a job: its type, state, progress or result, and what the result points to. */

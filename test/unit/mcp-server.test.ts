@@ -6,7 +6,7 @@ import type { Client, Job } from '../../sdk/client';
 import { ApiError } from '../../sdk/errors';
 import { apiBase, configFilePath, loadConnection } from '../../cli/mcp/config';
 import { foldersOf } from '../../cli/mcp/drive-tools';
-import { jobSummary, progressReporter } from '../../cli/mcp/job-wait';
+import { jobSummary, PROGRESS_ANSWER_GAP_MS, progressReporter } from '../../cli/mcp/job-wait';
 import { describeFailure, type Extra } from '../../cli/mcp/tool-kit';
 
 /** The MCP server's parts that need no service: its configuration, folders from paths, progress, error wording. */
@@ -152,6 +152,20 @@ describe('MCP server (mps mcp)', () => {
       openGate();
       await sent;
       assert.deepEqual(written, [0, 100]);
+    });
+
+    it('holds the answer until PROGRESS_ANSWER_GAP_MS after the last notification, so the two arrive in separate reads', async () => {
+      const { extra } = extraWith('t2');
+      const progress = progressReporter(extra)!;
+      progress.report(job('stopped'));
+      const started = performance.now();
+      await progress.sent();
+      assert.ok(performance.now() - started >= PROGRESS_ANSWER_GAP_MS - 1, `held ${performance.now() - started} ms`);
+      // Nothing sent: nothing to hold.
+      const idle = progressReporter(extraWith('t3').extra)!;
+      const before = performance.now();
+      await idle.sent();
+      assert.ok(performance.now() - before < PROGRESS_ANSWER_GAP_MS / 2);
     });
 
     it('summarises an unfinished job with what to do next', () => {
