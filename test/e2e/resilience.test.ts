@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -8,7 +8,7 @@ import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store'
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
 import { admin, apiClient, buildOnce, freePort, inheritedEnv, ROOT, startService, type ServiceProcess } from '../fixtures/service-process';
-import { waitFor } from '../fixtures/wait';
+import { hasEnded, waitFor } from '../fixtures/wait';
 
 /** The all-in-one process under failure: job work dies, the process is killed mid-burst, the port is taken. */
 /** What `dist/bin/serve.js` prints when it stops at start-up (its stderr), or "exited 0". */
@@ -29,16 +29,6 @@ function startupOutput(env: Record<string, string>): string {
 /** The partial renders (hidden `.part` files) anywhere under `dir`. */
 function partialRenders(dir: string): string[] {
   return (readdirSync(dir, { recursive: true }) as string[]).filter((p) => /(^|\/)\.[^/]+\.part$/.test(p));
-}
-
-/** Whether process `pid` runs: not gone, and not a zombie its new parent has yet to reap (this container's init may never). */
-function isLive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
 }
 
 /** Whether a process whose command line names `text` runs. */
@@ -258,7 +248,7 @@ describe('e2e: resilience of the all-in-one service', function () {
         .split('\n')
         .map(Number);
       assert.equal(workers.length, 2, 'the projector and the jobs worker');
-      const alive = () => workers.filter(isLive);
+      const alive = () => workers.filter((pid) => !hasEnded(pid));
       svc.child.kill('SIGKILL');
       const killedAt = Date.now();
       // The event store's writer lived in serve: nothing either worker does can be committed any more.

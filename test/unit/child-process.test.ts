@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runProcess, streamProcess, type RunProcessOptions } from '../../lib/adapters/system/child-process';
-import { isGone, waitFor } from '../fixtures/wait';
+import { hasEnded, isGone, waitFor } from '../fixtures/wait';
 
 const node = process.execPath;
 const never = (what: string) => () => new Error(`unexpected: ${what}`);
@@ -125,15 +125,6 @@ describe('runProcess: one child, settled once, never left running', () => {
   });
 });
 
-/** Dead but not yet reaped: an orphan waits for its new parent (this container's init may never reap it). */
-const isZombie = (pid: number): boolean => {
-  try {
-    return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true;
-  }
-};
-
 describe('streamProcess: stdout line by line as it comes, the process group killed on abort', () => {
   let dir: string;
   before(() => (dir = mkdtempSync(join(tmpdir(), 'stream-process-'))));
@@ -171,7 +162,7 @@ describe('streamProcess: stdout line by line as it comes, the process group kill
     });
     await assert.rejects(running, { name: 'AbortError' });
     const grandchild = Number(readFileSync(pidFile, 'utf8').trim());
-    await waitFor(() => isGone(grandchild) || isZombie(grandchild), { timeoutMs: 1000, what: 'the grandchild to die' });
+    await waitFor(() => hasEnded(grandchild), { timeoutMs: 1000, what: 'the grandchild to die' });
   });
 
   it('rejects with the caller’s error on timeout, after killing the child', async () => {
