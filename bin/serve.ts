@@ -70,7 +70,7 @@ runService('serve', async (config, logger) => {
   };
   const commandApp = createCommandApp({
     ...shared,
-    ...commandDeps(config, commandStore),
+    ...commandDeps(config, commandStore, { queries: readSide.queries, logger }),
     balance: createBalances({ store, clock: systemClock, ids: randomIds }),
     consistency: { role: 'write', hooks },
   });

@@ -110,6 +110,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       UPLOADS_PER_PROCESS: positiveInt({ default: undefined }),
       UPLOAD_BYTES_PER_DRIVE: positiveInt({ default: undefined }),
       UPLOAD_BYTES_PER_REQUEST: positiveInt({ default: 10 * 1024 ** 3 }),
+      // Admission control: queued and running jobs one drive may have (429 beyond); 0 for no limit.
+      MAX_UNFINISHED_JOBS_PER_DRIVE: nonNegativeInt({ default: 10_000 }),
       UPLOAD_IDLE_TIMEOUT: duration({ default: 30 }),
       MAX_CONNECTIONS: positiveInt({ default: undefined }),
       // Live job events (GET /v1/jobs/{id}/events): streams open at once per token, and how long one lasts.
@@ -186,6 +188,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       idleTimeoutMs: Math.round(raw.UPLOAD_IDLE_TIMEOUT * 1000),
     },
     uploadBytesPerRequest: raw.UPLOAD_BYTES_PER_REQUEST,
+    maxUnfinishedJobsPerDrive: raw.MAX_UNFINISHED_JOBS_PER_DRIVE,
     maxConnections: raw.MAX_CONNECTIONS,
     jobEvents: { maxStreamsPerToken: raw.JOB_EVENTS_PER_TOKEN, maxStreamMs: Math.round(raw.JOB_EVENTS_MAX_DURATION * 1000) },
     /**

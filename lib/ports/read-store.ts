@@ -68,6 +68,8 @@ export interface ReadQueries {
   getMany(collection: string, ids: readonly string[]): Promise<Doc[]>;
   /** The sum of the numeric `field` over the documents matching `filter` (0 when none). */
   sum(collection: string, filter: Filter, field: string): Promise<number>;
+  /** How many documents match `filter`. */
+  count(collection: string, filter: Filter): Promise<number>;
 }
 
 export interface ReadStore extends ReadQueries {

@@ -25,6 +25,8 @@ export const JOB_INDEXES = [
   ['drive_id', 'created_at'],
   ['drive_id', 'project_id', 'created_at'],
   ['drive_id', 'job_type', 'created_at'],
+  // Admission control counts a drive's unfinished jobs (lib/app/admission.ts).
+  ['drive_id', 'job_state'],
   ['_uploads_until'],
 ];
 

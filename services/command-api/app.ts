@@ -15,6 +15,8 @@ import { partnerRoute } from './partner';
 import { mountTextEdits } from './text-edits';
 import { createUploadRoutes, type UploadRouteDeps } from './uploads';
 import type { BlobStore } from '../../lib/ports/blob-store';
+import type { Admission } from '../../lib/app/admission';
+import { AppErrorWithHeaders } from '../../lib/http/middleware';
 
 export type CommandApiDeps = ApiAppDeps &
   ImportDeps & {
@@ -26,6 +28,8 @@ export type CommandApiDeps = ApiAppDeps &
     agentCatalog: Catalog;
     /** Media seconds for imports; AI credits for agent prompts. */
     balance: Pick<Balances, 'mediaSecondsLeft' | 'show'>;
+    /** How many unfinished jobs a drive may have (lib/app/admission.ts); no limit without it. */
+    admission?: Admission;
   };
 
 /** The write side: every route turns a request into a command on the event store. */
@@ -85,13 +89,15 @@ export function createApp(deps: CommandApiDeps): HttpApp {
       return { status: 202, body: { job_id: jobId, state: 'pending' } };
     },
   };
-  // Every POST that creates something takes an Idempotency-Key (DESIGN §8): wrap it here.
+  // Every POST that creates something takes an Idempotency-Key (DESIGN §8): wrap it here. A
+  // replayed key answers as the first time, so admission is decided inside, for new jobs only.
   const idempotent = idempotency(deps);
+  const admitted = admittedBy(deps.admission);
   return createApiApp(deps, {
     lane: [
-      idempotent(accept, { recordsWithItsAppends: true }),
-      idempotent(agent, { recordsWithItsAppends: true }),
-      idempotent(publish, { recordsWithItsAppends: true }),
+      idempotent(admitted(accept), { recordsWithItsAppends: true }),
+      idempotent(admitted(agent), { recordsWithItsAppends: true }),
+      idempotent(admitted(publish), { recordsWithItsAppends: true }),
     ],
     mount: (v1) => {
       v1.delete('/jobs/:job_id', async (ctx) => {
@@ -109,3 +115,33 @@ export function createApp(deps: CommandApiDeps): HttpApp {
     outside: signed,
   });
 }
+
+/** How long a refused client is asked to wait: jobs finish in seconds to minutes. */
+const ADMISSION_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * A route that creates a job, refused with 429 `rate_limit_exceeded` (a generic answer of every
+ * endpoint, SPEC: clients wait for Retry-After) while the drive has as many unfinished jobs as it
+ * may have. Decided without waiting when the drive's count is known (lib/app/admission.ts).
+ */
+const admittedBy =
+  (admission: Admission | undefined) =>
+  (route: LaneRoute): LaneRoute =>
+    admission
+      ? {
+          ...route,
+          async handle(request) {
+            const decided = admission.refusal(request.auth.driveId);
+            const refused = decided instanceof Promise ? await decided : decided;
+            if (refused) {
+              throw new AppErrorWithHeaders(
+                'rate_limit_exceeded',
+                `this drive has ${refused.unfinished} unfinished jobs (queued or running), the most it may have; ` +
+                  `send the request again after Retry-After seconds, once some have finished`,
+                { 'Retry-After': String(ADMISSION_RETRY_AFTER_SECONDS) },
+              );
+            }
+            return route.handle(request);
+          },
+        }
+      : route;

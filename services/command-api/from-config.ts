@@ -14,16 +14,21 @@ import type { BlobStore } from '../../lib/ports/blob-store';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { ImportDeps } from '../../lib/app/import';
 import { uploadUrl, type UploadParams, type UploadRouteDeps } from './uploads';
+import type { Logger } from 'pino';
+import { createAdmission, type Admission } from '../../lib/app/admission';
+import type { ReadQueries } from '../../lib/ports/read-store';
 
 /** What the command API needs beyond the shared HTTP pieces, from configuration (main.ts and the all-in-one server). */
 export function commandDeps(
   config: Config,
   store: EventStore,
-): Omit<ImportDeps, 'balance'> & { uploads: UploadRouteDeps; blobs: BlobStore; agentCatalog: Catalog } {
+  read: { queries: Pick<ReadQueries, 'count'>; logger: Logger },
+): Omit<ImportDeps, 'balance'> & { uploads: UploadRouteDeps; blobs: BlobStore; agentCatalog: Catalog; admission: Admission } {
   const secret = openSigningSecret(config);
   const blobs = openBlobStore(config);
   return {
     store,
+    admission: createAdmission({ queries: read.queries, limit: config.maxUnfinishedJobsPerDrive, log: read.logger }),
     clock: systemClock,
     ids: randomIds,
     webUrl: config.webUrl,

@@ -29,7 +29,7 @@ runService('command-api', async (config, logger) => {
     balance: createBalances({ store, clock: systemClock, ids: randomIds }),
     port: config.port,
     maxConnections: config.maxConnections,
-    ...commandDeps(config, store),
+    ...commandDeps(config, store, { queries: readSide.queries, logger }),
     consistency: { role: 'write', hooks },
   });
   return async () => {

@@ -166,7 +166,7 @@ export function describeReadStoreContract(
       });
     });
 
-    describe('getMany, putMany and sum', function () {
+    describe('getMany, putMany, sum and count', function () {
       it('reads the documents that exist among the ids asked for', async () => {
         await store.put('projects', { _id: 'a', _rev: 0 }, null);
         await store.put('projects', { _id: 'b', _rev: 0 }, null);
@@ -195,6 +195,19 @@ export function describeReadStoreContract(
         ]);
         assert.equal(await store.sum('charges', { drive_id: 'd' }, 'seconds'), 3.5);
         assert.equal(await store.sum('charges', { drive_id: 'none' }, 'seconds'), 0);
+      });
+
+      it('counts the matching documents of one collection', async () => {
+        await store.putMany('jobs', [
+          { doc: { _id: '1', _rev: 0, drive_id: 'd', job_state: 'queued' }, expectedRev: null },
+          { doc: { _id: '2', _rev: 0, drive_id: 'd', job_state: 'running' }, expectedRev: null },
+          { doc: { _id: '3', _rev: 0, drive_id: 'd', job_state: 'stopped' }, expectedRev: null },
+          { doc: { _id: '4', _rev: 0, drive_id: 'e', job_state: 'queued' }, expectedRev: null },
+        ]);
+        await store.put('projects', { _id: '5', _rev: 0, drive_id: 'd', job_state: 'queued' }, null);
+        assert.equal(await store.count('jobs', { drive_id: 'd', job_state: { $in: ['queued', 'running'] } }), 2);
+        assert.equal(await store.count('jobs', { drive_id: 'd' }), 3);
+        assert.equal(await store.count('jobs', { drive_id: 'none' }), 0);
       });
     });
 

@@ -4,9 +4,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
-import { createSqliteReadStore, findSql } from '../../lib/adapters/embedded/read-store';
+import { countSql, createSqliteReadStore, findSql } from '../../lib/adapters/embedded/read-store';
 import { createMongoReadStore } from '../../lib/adapters/mongodb/read-store';
 import type { ReadStore } from '../../lib/ports/read-store';
+import { JOB_INDEXES, JOBS } from '../../lib/read-models/jobs';
 import { waitFor } from '../fixtures/wait';
 import { describeReadStoreContract, type ReadStoreSubject } from './read-store.contract';
 
@@ -182,6 +183,25 @@ describe('ReadStore: embedded, its indexes', () => {
       assert.match(plan, /USING INDEX docs_jobs_drive_id_created_at_/, plan);
       // Sorted by the index; only runs of equal `created_at` are ordered by id (the tie-break).
       assert.doesNotMatch(plan, /TEMP B-TREE FOR ORDER BY/, plan);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('counts a drive’s unfinished jobs by seeking each state in the jobs index, not reading all its jobs', async () => {
+    const path = join(dir, 'read.sqlite');
+    const store = createSqliteReadStore({ path });
+    for (const fields of JOB_INDEXES) await store.ensureIndex(JOBS, fields);
+    await store.close();
+    const db = new Database(path, { readonly: true });
+    try {
+      const query = countSql(JOBS, { drive_id: 'd1', job_state: { $in: ['queued', 'running'] } });
+      const plan = db
+        .prepare(`EXPLAIN QUERY PLAN ${query.text}`)
+        .all(...query.params)
+        .map((row) => (row as { detail: string }).detail)
+        .join('\n');
+      assert.match(plan, /USING INDEX docs_jobs_drive_id_job_state_\w+ \(<expr>=\? AND <expr>=\?\)/, plan);
     } finally {
       db.close();
     }

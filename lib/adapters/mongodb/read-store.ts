@@ -160,6 +160,9 @@ export function createMongoReadStore(db: Db): ReadStore {
         .toArray();
       return row?.total ?? 0;
     },
+    async count(collection, filter: Filter) {
+      return collectionOf(collection).countDocuments(translate(filter));
+    },
     async ensureIndex(collection, fields) {
       await collectionOf(collection).createIndex(indexSpec(fields));
     },

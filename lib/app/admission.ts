@@ -1,0 +1,87 @@
+import type { Logger } from 'pino';
+import type { ReadQueries } from '../ports/read-store';
+import { JOBS } from '../read-models/jobs';
+
+/**
+ * Admission control: a drive may have at most `limit` unfinished jobs (queued or running, of any
+ * type); a request for one more is refused with 429 until some have finished. Without it, one
+ * drive's backlog grows without bound and, past what each job type's consumer group keeps in
+ * flight, holds back every other drive's jobs (docs/decisions.md, "Admission control").
+ *
+ * The count is the jobs read model's, read at most once per `refreshMs` per drive and decided on
+ * in between without waiting (the accept path stays a map look-up), each job admitted meanwhile
+ * counted at once. So the limit is a guard, not an exact bound: a read that started before some
+ * admissions, or jobs the projector has not reached yet, let a burst pass it by a little. A count that cannot be read admits (logged): a read store hiccup is no reason to refuse work.
+ */
+
+export type Admission = {
+  /** Null when the drive may queue another job, else why not (its unfinished jobs, against the limit). */
+  refusal(driveId: string): AdmissionRefusal | null | Promise<AdmissionRefusal | null>;
+};
+
+export type AdmissionRefusal = { readonly unfinished: number; readonly limit: number };
+
+export const UNFINISHED_STATES = ['queued', 'running'] as const;
+
+/** Drives whose counts are kept; the least recently asked go first. */
+const REMEMBERED_DRIVES = 10_000;
+
+type Known = { unfinished: number; at: number; reading: Promise<number> | null };
+
+export function createAdmission(deps: {
+  queries: Pick<ReadQueries, 'count'>;
+  /** 0: no limit (nothing is counted). */
+  limit: number;
+  refreshMs?: number;
+  log: Logger;
+  now?: () => number;
+}): Admission {
+  const { limit } = deps;
+  if (limit === 0) return { refusal: () => null };
+  const refreshMs = deps.refreshMs ?? 1000;
+  const now = deps.now ?? Date.now;
+  const known = new Map<string, Known>();
+
+  const read = (driveId: string, entry: Known): Promise<number> =>
+    (entry.reading ??= deps.queries
+      .count(JOBS, { drive_id: driveId, job_state: { $in: [...UNFINISHED_STATES] } })
+      .then(
+        (unfinished) => {
+          entry.unfinished = unfinished;
+          return unfinished;
+        },
+        (err: unknown) => {
+          deps.log.warn({ err, drive_id: driveId }, 'unfinished jobs not counted; admitting the job');
+          return entry.unfinished;
+        },
+      )
+      .finally(() => {
+        entry.at = now();
+        entry.reading = null;
+      }));
+
+  // An admitted job counts at once: until the next read, the drive's count grows with each.
+  const decide = (entry: Known): AdmissionRefusal | null => {
+    if (entry.unfinished >= limit) return { unfinished: entry.unfinished, limit };
+    entry.unfinished += 1;
+    return null;
+  };
+
+  return {
+    refusal(driveId) {
+      const entry = known.get(driveId);
+      if (!entry) {
+        const fresh: Known = { unfinished: 0, at: 0, reading: null };
+        if (known.size >= REMEMBERED_DRIVES) known.delete(known.keys().next().value!);
+        known.set(driveId, fresh);
+        return read(driveId, fresh).then(() => decide(fresh));
+      }
+      // Kept in the order drives were last asked about.
+      known.delete(driveId);
+      known.set(driveId, entry);
+      if (entry.at === 0 && entry.reading) return entry.reading.then(() => decide(entry));
+      if (now() - entry.at >= refreshMs) void read(driveId, entry);
+      return decide(entry);
+    },
+  };
+}
