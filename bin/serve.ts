@@ -1,3 +1,4 @@
+import { readStoreSnapshots } from '../lib/app/snapshots';
 import { randomIds, systemClock } from '../lib/adapters/system/clock';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -71,13 +72,13 @@ runService('serve', async (config, logger) => {
   const commandApp = createCommandApp({
     ...shared,
     ...commandDeps(config, commandStore, { queries: readSide.queries, logger }),
-    balance: createBalances({ store, clock: systemClock, ids: randomIds }),
+    balance: createBalances({ store, clock: systemClock, ids: randomIds, snapshots: readStoreSnapshots(readSide.read, logger) }),
     consistency: { role: 'write', hooks },
   });
   const queryApp = createQueryApp({
     ...shared,
     // The tracked store: the partner import page writes through it too.
-    ...queryDeps(config, readSide, commandStore, metrics),
+    ...queryDeps(config, readSide, commandStore, metrics, logger),
     consistency: { role: 'read', hooks },
     watermark,
   });

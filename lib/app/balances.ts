@@ -1,5 +1,6 @@
 import {
   balanceDecider,
+  balanceSnapshot,
   BALANCE_KINDS,
   left,
   reserved,
@@ -13,6 +14,7 @@ import { mediaSecondsAllowance, type DriveState, driveDecider } from '../domain/
 import type { Clock, Ids } from '../ports/clock';
 import type { AppendResult, EventStore, StreamAppend } from '../ports/event-store';
 import { appendInOrder, commandHandler, decideNext } from './command-handler';
+import type { SnapshotStore } from './snapshots';
 import { keyedSerial } from './keyed-serial';
 
 /**
@@ -58,8 +60,17 @@ export interface Balances {
 /** A hot drive's balance stream sees conflicts from other processes: more tries than the default. */
 const MAX_ATTEMPTS = 30;
 
-export function createBalances(deps: { store: EventStore; clock: Clock; ids: Ids }): Balances {
-  const balances = commandHandler(deps.store, balanceDecider, streams.balance);
+/** `snapshots`: where the balance streams' folds are kept (lib/app/snapshots.ts); without, each process folds a stream whole on first read. */
+export function createBalances(deps: {
+  store: EventStore;
+  clock: Clock;
+  ids: Ids;
+  snapshots?: SnapshotStore;
+  /** Events between two snapshots (1,000 unless told). */
+  snapshotEvery?: number;
+}): Balances {
+  const snapshots = deps.snapshots && { store: deps.snapshots, codec: balanceSnapshot, every: deps.snapshotEvery };
+  const balances = commandHandler(deps.store, balanceDecider, streams.balance, snapshots);
   const drives = commandHandler(deps.store, driveDecider, streams.drive);
   const serial = keyedSerial();
   const now = () => deps.clock.now().toISOString();

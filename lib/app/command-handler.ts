@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LRUCache } from 'lru-cache';
-import type { Decider } from '../domain/decider';
+import type { Decider, SnapshotCodec } from '../domain/decider';
+import type { SnapshotStore } from './snapshots';
 import { AppError, isRejection } from '../domain/errors';
 import type { AppendResult, EventMetadata, EventStore, NewEvent, StoredEvent, StreamAppend } from '../ports/event-store';
 
@@ -14,7 +15,8 @@ import type { AppendResult, EventMetadata, EventStore, NewEvent, StoredEvent, St
  * of the stream fetches the events after it. Without that a running job's watcher folded the job's whole stream every 500 ms, and every
  * import into a project folded the project's whole history: work that grew with each event. A
  * stream only ever grows, so a kept state plus the events after it is the state a whole read
- * would fold. Only states folded from stored events are kept, never one a command meant to
+ * would fold. A handler given snapshots (balances) starts from the stream's snapshot when it has
+ * no fold of its own, and keeps one every thousand events (lib/app/snapshots.ts). Only states folded from stored events are kept, never one a command meant to
  * append, and a state is shared by its readers: folds return new objects (evolve is pure) and
  * nobody changes a state they were given.
  */
@@ -61,7 +63,18 @@ export const foldStream = <E, S>(events: readonly StoredEvent[], evolve: (s: S, 
 /** Streams whose folded state a handler keeps (the least recently read go first). */
 const KEPT_FOLDS = 1000;
 
-type Folded = { readonly state: unknown; readonly revision: number };
+/** The revision of the stream's last snapshot known to this handler (-1: none). */
+type Folded = { readonly state: unknown; readonly revision: number; readonly snapshotAt: number };
+
+/** A stream kind whose folds are kept as snapshots too (lib/app/snapshots.ts): read from one when a fold is not at hand. */
+export type SnapshotOptions<S> = {
+  readonly store: SnapshotStore;
+  readonly codec: SnapshotCodec<S>;
+  /** Events folded past the last snapshot before the next is kept (1,000 unless told). */
+  readonly every?: number;
+};
+
+const SNAPSHOT_EVERY = 1000;
 
 /**
  * The handler of the streams `streamOf(id)` on `store`, decided by `decider`: built once per
@@ -72,11 +85,12 @@ export function commandHandler<C, E extends { type: string; data: object }, S>(
   store: EventStore,
   decider: Decider<C, E, S>,
   streamOf: (id: string) => string,
+  snapshots?: SnapshotOptions<S>,
 ): CommandHandler<C, E, S> {
-  const folds = new LRUCache<string, Folded>({ max: KEPT_FOLDS });
+  const kept: Kept<S> = { folds: new LRUCache<string, Folded>({ max: KEPT_FOLDS }), snapshots };
   return {
-    handle: (id, command, options) => decideAndAppend(store, streamOf(id), decider, command, options, folds),
-    load: (id) => readFolded(store, streamOf(id), decider, folds),
+    handle: (id, command, options) => decideAndAppend(store, streamOf(id), decider, command, options, kept),
+    load: (id) => readFolded(store, streamOf(id), decider, kept),
   };
 }
 
@@ -100,14 +114,14 @@ async function decideAndAppend<C, E extends { type: string; data: object }, S>(
   decider: Decider<C, E, S>,
   command: C,
   deps: HandleOptions<S>,
-  folds: LRUCache<string, Folded> | null,
+  kept: Kept<S> | null,
 ): Promise<HandleResult<E, S>> {
   const maxAttempts = deps.maxAttempts ?? 5;
   for (let attempt = 1; ; attempt++) {
     const { state, revision } =
       attempt === 1 && deps.expectNew
         ? { state: decider.initialState(), revision: null }
-        : await readFolded(store, streamId, decider, folds);
+        : await readFolded(store, streamId, decider, kept);
     deps.check?.(state);
     const decided = decider.decide(command, state);
     if (isRejection(decided)) throw decided.error;
@@ -209,17 +223,30 @@ export function loadState<E, S>(store: EventStore, streamId: string, fold: Fold<
   return readFolded(store, streamId, fold, null);
 }
 
-/** The stream's state and revision (null: no stream), folding only the events after the kept state (none kept: all). */
-async function readFolded<E, S>(
-  store: EventStore,
-  streamId: string,
-  fold: Fold<E, S>,
-  folds: LRUCache<string, Folded> | null,
-): Promise<Loaded<S>> {
-  const kept = folds?.get(streamId);
-  const tail = await store.readStream(streamId, kept ? { fromRevision: kept.revision + 1 } : undefined);
-  if (tail.length === 0) return kept ? { state: kept.state as S, revision: kept.revision } : { state: fold.initialState(), revision: null };
-  const initial = kept ? (kept.state as S) : fold.initialState();
+/** What a handler keeps: the folds of the streams it read lately, and where their snapshots go. */
+type Kept<S> = { readonly folds: LRUCache<string, Folded>; readonly snapshots?: SnapshotOptions<S> };
+
+/**
+ * The stream's state and revision (null: no stream), folding only the events after the kept
+ * state: the handler's own fold, else the stream's snapshot, else none (all the events).
+ */
+async function readFolded<E, S>(store: EventStore, streamId: string, fold: Fold<E, S>, kept: Kept<S> | null): Promise<Loaded<S>> {
+  let from = kept?.folds.get(streamId);
+  let tail: StoredEvent[] | undefined;
+  const snapshot = !from && kept?.snapshots ? await fromSnapshot(kept.snapshots, streamId) : undefined;
+  if (snapshot) {
+    const read = await store.readStream(streamId, { fromRevision: snapshot.revision });
+    // The event the snapshot was folded up to must be there (an event store restored from a
+    // backup older than the read store's lacks it): else the stream is folded from its start.
+    if (read[0]?.revision === snapshot.revision) [from, tail] = [snapshot, read.slice(1)];
+  }
+  tail ??= await store.readStream(streamId, from ? { fromRevision: from.revision + 1 } : undefined);
+  if (tail.length === 0) {
+    if (!from) return { state: fold.initialState(), revision: null };
+    if (kept && !kept.folds.has(streamId)) kept.folds.set(streamId, from);
+    return { state: from.state as S, revision: from.revision };
+  }
+  const initial = from ? (from.state as S) : fold.initialState();
   const state = fold.fold
     ? fold.fold(
         initial,
@@ -227,7 +254,23 @@ async function readFolded<E, S>(
       )
     : foldStream(tail, fold.evolve, initial);
   const revision = tail[tail.length - 1].revision;
+  if (!kept) return { state, revision };
+  const snapshotAt = kept.snapshots ? snapshotIfDue(kept.snapshots, streamId, state, revision, from?.snapshotAt ?? -1) : -1;
   // Two reads of one stream may overlap: the later state wins, whichever ends first.
-  if (folds && (folds.get(streamId)?.revision ?? -1) < revision) folds.set(streamId, { state, revision });
+  if ((kept.folds.get(streamId)?.revision ?? -1) < revision) kept.folds.set(streamId, { state, revision, snapshotAt });
   return { state, revision };
+}
+
+/** The stream's snapshot as a kept fold; none when there is none, or it is of another version. */
+async function fromSnapshot<S>(snapshots: SnapshotOptions<S>, streamId: string): Promise<Folded | undefined> {
+  const snapshot = await snapshots.store.load(streamId);
+  if (!snapshot || snapshot.version !== snapshots.codec.version) return undefined;
+  return { state: snapshots.codec.decode(snapshot.state), revision: snapshot.revision, snapshotAt: snapshot.revision };
+}
+
+/** Keeps a snapshot when `every` events were folded past the last one (in the background); the revision of the last one. */
+function snapshotIfDue<S>(snapshots: SnapshotOptions<S>, streamId: string, state: S, revision: number, snapshotAt: number): number {
+  if (revision - snapshotAt < (snapshots.every ?? SNAPSHOT_EVERY)) return snapshotAt;
+  void snapshots.store.save(streamId, { version: snapshots.codec.version, revision, state: snapshots.codec.encode(state) });
+  return revision;
 }

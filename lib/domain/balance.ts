@@ -1,4 +1,4 @@
-import type { Decider } from './decider';
+import type { Decider, SnapshotCodec } from './decider';
 import { AppError, assertNever, ignoreUnknown, reject, type Rejection } from './errors';
 
 /**
@@ -175,6 +175,16 @@ const released = (reservationId: string, open: Open, reason: string, now: string
   type: 'ReservationReleased',
   data: { ...refOf(reservationId, open), reason, released_at: now },
 });
+
+/** A balance as a snapshot: what was used, and the open reservations as [id, reservation] pairs. */
+export const balanceSnapshot: SnapshotCodec<BalanceState> = {
+  version: 1,
+  encode: (state) => ({ used: state.used, open: [...state.open] }),
+  decode: (json) => {
+    const { used, open } = json as { used: BalanceState['used']; open: [string, Open][] };
+    return { used: { media_seconds: used.media_seconds, ai_credits: used.ai_credits }, open: new Map(open) };
+  },
+};
 
 export const balanceDecider: Decider<BalanceCommand, BalanceEvent, BalanceState> = {
   initialState: initialBalanceState,

@@ -13,3 +13,14 @@ export type Decider<C, E extends { type: string; data: object }, S> = {
   /** The same as reducing `events` with `evolve`, where an aggregate can fold many faster (a composition's cuts). */
   readonly fold?: (state: S, events: readonly E[]) => S;
 };
+
+/**
+ * How a stream's folded state is kept as a snapshot (lib/app/snapshots.ts): as plain JSON, and
+ * back. `version` names the shape: a snapshot of another version is not used (the stream is
+ * folded from its start instead), so a change of the state's shape bumps it.
+ */
+export type SnapshotCodec<S> = {
+  readonly version: number;
+  readonly encode: (state: S) => unknown;
+  readonly decode: (json: unknown) => S;
+};

@@ -1,3 +1,4 @@
+import { readStoreSnapshots } from '../../lib/app/snapshots';
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { openEventStore, openReadStore } from '../../lib/adapters/from-config';
 import { httpCommon } from '../../lib/adapters/http-common';
@@ -26,7 +27,7 @@ runService('command-api', async (config, logger) => {
   const service = await start({
     ...httpCommon(config, logger, store, readSide),
     metrics: createMetrics(),
-    balance: createBalances({ store, clock: systemClock, ids: randomIds }),
+    balance: createBalances({ store, clock: systemClock, ids: randomIds, snapshots: readStoreSnapshots(readSide.read, logger) }),
     port: config.port,
     maxConnections: config.maxConnections,
     ...commandDeps(config, store, { queries: readSide.queries, logger }),

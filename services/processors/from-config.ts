@@ -1,3 +1,4 @@
+import { readStoreSnapshots } from '../../lib/app/snapshots';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { createLocalUploadStore } from '../../lib/adapters/local/upload-store';
@@ -56,7 +57,13 @@ export const processorsDeps = (
     // Stable across restarts of the same worker (its claims are taken over at once), distinct
     // between live workers: the host name (a container's) and this process, unless set.
     workerId: config.workerId ?? `${hostname()}:${process.pid}`,
-    balances: createBalances({ store: stores.store, clock: systemClock, ids: randomIds }),
+    // Folds of the drives' balance streams kept as snapshots, so a restart does not fold them whole.
+    balances: createBalances({
+      store: stores.store,
+      clock: systemClock,
+      ids: randomIds,
+      snapshots: readStoreSnapshots(stores.read, logger),
+    }),
     webUrl: config.webUrl,
     mediaMaxBytes: config.mediaMaxBytes,
     downloadTimeoutMs: config.mediaDownloadTimeoutSeconds * 1000,

@@ -17,6 +17,7 @@ import { findPage } from '../../lib/http/cursor';
 import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
 import { endedAt, evolveJobDoc, JOBS, renderJob } from '../../lib/read-models/jobs';
+import type { SnapshotStore } from '../../lib/app/snapshots';
 import { keptJobAnswers } from './kept-answers';
 import { mountProjects, timeRange } from './projects';
 import { mountSearch } from './search';
@@ -68,6 +69,8 @@ export type QueryApiDeps = ApiAppDeps & {
   watermark?: Watermark;
   /** Bounds of the job event streams (JOB_EVENTS_* settings; defaults in job-events.ts). */
   jobEvents?: Partial<JobEventsOptions>;
+  /** Where the balance streams' folds are kept (the partner import page reads a drive's balance). */
+  snapshots?: SnapshotStore;
   /** Where the open job event streams are reported (`Metrics.watchJobEvents`). */
   watchJobEvents?: (stats: () => JobEventStreamStats) => void;
 };
@@ -90,7 +93,7 @@ export function createApp(deps: QueryApiDeps): HttpApp & { jobEvents: JobEventSt
       ids: deps.ids,
       webUrl: deps.webUrl,
       urlRefusal: deps.urlRefusal,
-      balance: createBalances({ store: deps.store, clock: deps.clock, ids: deps.ids }),
+      balance: createBalances({ store: deps.store, clock: deps.clock, ids: deps.ids, snapshots: deps.snapshots }),
     },
   });
   const docs = createApiDocsRoutes({ version: API_VERSION });

@@ -10,6 +10,8 @@ import {
 import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { principalsByTokenId } from '../../lib/app/tenancy';
 import { createWebSessions } from '../../lib/app/web-sessions';
+import { readStoreSnapshots } from '../../lib/app/snapshots';
+import type { Logger } from 'pino';
 import type { Config } from '../../lib/config';
 import type { Metrics } from '../../lib/observability/metrics';
 import type { EventStore } from '../../lib/ports/event-store';
@@ -24,6 +26,7 @@ export function queryDeps(
   readSide: ReadSide,
   store: EventStore,
   metrics: Pick<Metrics, 'watchCache' | 'watchJobEvents'>,
+  logger: Logger,
 ): Pick<
   QueryApiDeps,
   | 'read'
@@ -43,10 +46,12 @@ export function queryDeps(
   | 'jobEvents'
   | 'watchJobEvents'
   | 'published'
+  | 'snapshots'
 > {
   for (const [name, stats] of Object.entries(readSide.caches)) metrics.watchCache(name, stats);
   return {
     read: readSide.queries,
+    snapshots: readStoreSnapshots(readSide.read, logger),
     search: readSide.search,
     blobs: openBlobStore(config),
     downloadSecret: openSigningSecret(config),

@@ -35,7 +35,7 @@ runService('query-api', async (config, logger) => {
     ...common,
     metrics,
     port: config.port,
-    ...queryDeps(config, readSide, store, metrics),
+    ...queryDeps(config, readSide, store, metrics, logger),
     models: readSide.read,
     log,
     consistency: { role: 'read', hooks },

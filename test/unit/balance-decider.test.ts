@@ -3,7 +3,10 @@ import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
 import { createDrive, updateDrive } from '../../lib/app/admin';
 import { createBalances } from '../../lib/app/balances';
-import { balanceDecider, left, type Allowances, type BalanceEvent } from '../../lib/domain/balance';
+import { balanceDecider, balanceSnapshot, left, type Allowances, type BalanceEvent } from '../../lib/domain/balance';
+import { createSqliteReadStore } from '../../lib/adapters/embedded/read-store';
+import { readStoreSnapshots } from '../../lib/app/snapshots';
+import pino from 'pino';
 import { AppError } from '../../lib/domain/errors';
 import { specFor } from '../fixtures/given';
 
@@ -91,53 +94,79 @@ describe('balance decider', () => {
   });
 });
 
-describe('balances on the event store', () => {
-  it('never goes below zero with 200 reservations at once from two processes, and settles exactly', async () => {
-    const store = createSqliteEventStore({ path: ':memory:' });
-    try {
-      const deps = { store, clock: systemClock, ids: randomIds };
-      const drive = await createDrive(deps, { name: 'Metered', mediaSeconds: 150 });
-      // Two instances: each takes its own commands one at a time, so they really conflict on the stream.
-      const [a, b] = [createBalances(deps), createBalances(deps)];
-      const granted: number[] = [];
-      const amounts = Array.from({ length: 200 }, (_, i) => 1 + (i % 3) * 0.5);
-      await Promise.all(
-        amounts.map(async (amount, i) => {
-          const balances = i % 2 ? a : b;
-          const reservationId = `job-${i}:media_seconds:file.wav`;
-          try {
-            await balances.reserve({ driveId: drive.drive_id, reservationId, jobId: `job-${i}`, kind: 'media_seconds', amount });
-          } catch (err) {
-            assert.ok(err instanceof AppError && err.code === 'payment_required', String(err));
-            return;
-          }
-          granted.push(amount);
-          // Most use all of it, some a part, every fifth gives it back.
-          if (i % 5 === 0) await balances.release(drive.drive_id, reservationId, 'failed');
-          else await balances.settle(drive.drive_id, reservationId, i % 7 === 0 ? amount / 2 : amount);
-        }),
-      );
-      const shown = (await a.show(drive.drive_id)).media_seconds;
-      const events = await store.readStream(`balance-${drive.drive_id}`);
-      const settled = events.filter((e) => e.type === 'ReservationSettled').reduce((n, e) => n + (e.data.used as number), 0);
-      assert.ok(shown.left! >= 0, `left ${shown.left}`);
-      assert.equal(shown.reserved, 0);
-      assert.equal(shown.used, settled, 'used is the sum of the settlements');
-      // At every event of the stream, used and reserved together stayed within the allowance.
-      let state = balanceDecider.initialState();
-      for (const e of events) {
-        state = balanceDecider.evolve(state, { type: e.type, data: e.data } as BalanceEvent);
-        assert.ok(left(state, { media_seconds: 150, ai_credits: 0 }, 'media_seconds')! >= -1e-9, `below zero at revision ${e.revision}`);
-      }
-      assert.ok(granted.length > 0 && granted.length < 200);
-      // More granted to the drive: reservations go through again.
-      await updateDrive(deps, drive.drive_id, { media_seconds: 1000 });
-      await a.reserve({ driveId: drive.drive_id, reservationId: 'later', jobId: 'job-x', kind: 'media_seconds', amount: 100 });
-      assert.equal((await b.show(drive.drive_id)).media_seconds.reserved, 100);
-    } finally {
-      await store.close();
-    }
+describe('balance snapshots', () => {
+  it('gives back the state it was made of, through JSON', () => {
+    const state = [reservedEvent('a', 3), reservedEvent('b', 2, 'ai_credits', 'job-2'), reservedEvent('c', 1)].reduce(
+      balanceDecider.evolve,
+      balanceDecider.initialState(),
+    );
+    const settled = balanceDecider.evolve(state, {
+      type: 'ReservationSettled',
+      data: { ...ref('c'), amount: 1, used: 0.5, settled_at: T },
+    } as BalanceEvent);
+    const back = balanceSnapshot.decode(JSON.parse(JSON.stringify(balanceSnapshot.encode(settled))));
+    assert.deepEqual(back, settled);
+    assert.ok(back.open instanceof Map);
+    assert.deepEqual([...back.open.keys()], ['a', 'b']);
   });
+});
+
+describe('balances on the event store', () => {
+  for (const snapshotted of [false, true]) {
+    it(`never goes below zero with 200 reservations at once from two processes, and settles exactly${snapshotted ? ', with snapshots every 25 events' : ''}`, async () => {
+      const store = createSqliteEventStore({ path: ':memory:' });
+      const read = createSqliteReadStore({ path: ':memory:' });
+      try {
+        const snapshots = snapshotted ? { snapshots: readStoreSnapshots(read, pino({ level: 'silent' })), snapshotEvery: 25 } : {};
+        const deps = { store, clock: systemClock, ids: randomIds, ...snapshots };
+        const drive = await createDrive(deps, { name: 'Metered', mediaSeconds: 150 });
+        // Two instances: each takes its own commands one at a time, so they really conflict on the stream.
+        const [a, b] = [createBalances(deps), createBalances(deps)];
+        const granted: number[] = [];
+        const amounts = Array.from({ length: 200 }, (_, i) => 1 + (i % 3) * 0.5);
+        await Promise.all(
+          amounts.map(async (amount, i) => {
+            const balances = i % 2 ? a : b;
+            const reservationId = `job-${i}:media_seconds:file.wav`;
+            try {
+              await balances.reserve({ driveId: drive.drive_id, reservationId, jobId: `job-${i}`, kind: 'media_seconds', amount });
+            } catch (err) {
+              assert.ok(err instanceof AppError && err.code === 'payment_required', String(err));
+              return;
+            }
+            granted.push(amount);
+            // Most use all of it, some a part, every fifth gives it back.
+            if (i % 5 === 0) await balances.release(drive.drive_id, reservationId, 'failed');
+            else await balances.settle(drive.drive_id, reservationId, i % 7 === 0 ? amount / 2 : amount);
+          }),
+        );
+        const shown = (await a.show(drive.drive_id)).media_seconds;
+        const events = await store.readStream(`balance-${drive.drive_id}`);
+        const settled = events.filter((e) => e.type === 'ReservationSettled').reduce((n, e) => n + (e.data.used as number), 0);
+        assert.ok(shown.left! >= 0, `left ${shown.left}`);
+        assert.equal(shown.reserved, 0);
+        assert.equal(shown.used, settled, 'used is the sum of the settlements');
+        // At every event of the stream, used and reserved together stayed within the allowance.
+        let state = balanceDecider.initialState();
+        for (const e of events) {
+          state = balanceDecider.evolve(state, { type: e.type, data: e.data } as BalanceEvent);
+          assert.ok(left(state, { media_seconds: 150, ai_credits: 0 }, 'media_seconds')! >= -1e-9, `below zero at revision ${e.revision}`);
+        }
+        assert.ok(granted.length > 0 && granted.length < 200);
+        // More granted to the drive: reservations go through again.
+        await updateDrive(deps, drive.drive_id, { media_seconds: 1000 });
+        await a.reserve({ driveId: drive.drive_id, reservationId: 'later', jobId: 'job-x', kind: 'media_seconds', amount: 100 });
+        assert.equal((await b.show(drive.drive_id)).media_seconds.reserved, 100);
+        // A process started now (a restart) reads the same balance, from the snapshot when there is one.
+        const restarted = await createBalances(deps).show(drive.drive_id);
+        assert.deepEqual(restarted, await a.show(drive.drive_id));
+        if (snapshotted) assert.ok(await read.get('snapshots', `balance-${drive.drive_id}`), 'a snapshot was kept');
+      } finally {
+        await store.close();
+        await read.close();
+      }
+    });
+  }
 
   it('reserves, appends what comes between, settles and appends what comes after, in that order in one appendInOrder; refuses before appending', async () => {
     const store = createSqliteEventStore({ path: ':memory:' });

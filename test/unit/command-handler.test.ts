@@ -5,7 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSqliteEventStore, type SqliteEventStore } from '../../lib/adapters/embedded/event-store';
 import { commandHandler, foldStream, loadState } from '../../lib/app/command-handler';
-import type { Decider } from '../../lib/domain/decider';
+import type { Decider, SnapshotCodec } from '../../lib/domain/decider';
+import pino from 'pino';
+import { createSqliteReadStore } from '../../lib/adapters/embedded/read-store';
+import { readStoreSnapshots, SNAPSHOTS, type SnapshotStore } from '../../lib/app/snapshots';
+import { waitFor } from '../fixtures/wait';
 import type { EventStore, NewEvent } from '../../lib/ports/event-store';
 
 /**
@@ -193,5 +197,107 @@ describe('command handling: folded states are kept and only the tail is read', (
       reads.map((r) => r.from),
       [undefined, undefined],
     );
+  });
+});
+
+describe('command handling: snapshots of folded streams (lib/app/snapshots.ts)', () => {
+  let dir: string;
+  let store: SqliteEventStore;
+  let read: ReturnType<typeof createSqliteReadStore>;
+  let stream: string;
+  const log = pino({ level: 'silent' });
+  /** The tally as a snapshot: its count and who counted, as plain JSON. */
+  const codec: SnapshotCodec<Tally> = { version: 1, encode: (s) => s, decode: (json) => json as Tally };
+  const snapshotted = (s: EventStore, options: { every?: number; version?: number; snapshots?: SnapshotStore } = {}) =>
+    commandHandler(s, tally, (id) => id, {
+      store: options.snapshots ?? readStoreSnapshots(read, log),
+      codec: { ...codec, version: options.version ?? 1 },
+      every: options.every ?? 100,
+    });
+  const append = async (n: number, prefix: string) => {
+    const head = (await store.readStream(stream)).length;
+    for (let i = 0; i < n; i += 50) {
+      const batch = Array.from({ length: Math.min(50, n - i) }, (_, k) => counted(`${prefix}${i + k}`));
+      const at = head + i;
+      const result = await store.append(stream, batch, at === 0 ? 'no_stream' : at - 1);
+      assert.ok(result.ok);
+    }
+  };
+  const whole = async () => foldStream((await store.readStream(stream)) as never, tally.evolve, tally.initialState());
+  const snapshotSaved = (revision: number) =>
+    waitFor(async () => ((await read.get(SNAPSHOTS, stream))?.revision === revision ? true : null), { what: `a snapshot at ${revision}` });
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'mps-snapshots-'));
+    store = createSqliteEventStore({ path: join(dir, 'events.sqlite') });
+    read = createSqliteReadStore({ path: join(dir, 'read.sqlite') });
+    stream = `tally-${randomUUID()}`;
+  });
+  afterEach(async () => {
+    await store.close();
+    await read.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('keeps a snapshot once enough events are folded; a handler without a fold of its own reads only the events after it', async () => {
+    await append(250, 'a');
+    await snapshotted(store).load(stream);
+    await snapshotSaved(249);
+    await append(30, 'b');
+
+    // A restarted process: a new handler, with nothing folded.
+    const { spy, reads } = spying(store);
+    const { state, revision } = await snapshotted(spy).load(stream);
+    assert.equal(revision, 279);
+    assert.deepEqual(state, await whole());
+    assert.deepEqual(reads, [{ streamId: stream, from: 249, got: 31 }], 'the snapshot’s own event, to check it is there, and the 30 after');
+  });
+
+  it('keeps the next snapshot after `every` more events, and decides on snapshot plus tail', async () => {
+    await append(120, 'a');
+    const handler = snapshotted(store);
+    await handler.load(stream);
+    await snapshotSaved(119);
+    await append(99, 'b');
+    await handler.load(stream);
+    assert.equal((await read.get(SNAPSHOTS, stream))?.revision, 119, '99 events past it: not yet');
+    await handler.handle(stream, { by: 'c' }, { newId: randomUUID, metadata: { partition_key: 'k' } });
+    await handler.load(stream);
+    await snapshotSaved(219);
+
+    const { state } = await snapshotted(store).handle(stream, { by: 'd' }, { newId: randomUUID, metadata: { partition_key: 'k' } });
+    assert.deepEqual(state, await whole());
+    assert.equal(state.total, 221);
+  });
+
+  it('folds the stream from its start when the snapshot is of another version, cannot be read, or is past the stream', async () => {
+    await append(150, 'a');
+    await snapshotted(store).load(stream);
+    await snapshotSaved(149);
+
+    const other = spying(store);
+    assert.deepEqual((await snapshotted(other.spy, { version: 2 }).load(stream)).state, await whole());
+    assert.deepEqual(other.reads[0].from, undefined, 'another version: read whole');
+
+    const failing: SnapshotStore = { load: () => Promise.resolve(null), save: () => Promise.resolve() };
+    const unreadable = spying(store);
+    assert.deepEqual((await snapshotted(unreadable.spy, { snapshots: failing }).load(stream)).state, await whole());
+    assert.deepEqual(unreadable.reads[0].from, undefined);
+
+    // An event store restored from an older backup than the read store's: the snapshot's event is not there.
+    const restored = createSqliteEventStore({ path: join(dir, 'restored.sqlite') });
+    try {
+      await restored.append(
+        stream,
+        Array.from({ length: 20 }, (_, i) => counted(`r${i}`)),
+        'no_stream',
+      );
+      const { state, revision } = await snapshotted(restored).load(stream);
+      assert.equal(revision, 19);
+      assert.equal(state.total, 20);
+      assert.deepEqual(state.by.slice(0, 2), ['r0', 'r1']);
+    } finally {
+      await restored.close();
+    }
   });
 });
