@@ -70,9 +70,13 @@ export async function start(given: ProcessorsDeps): Promise<Processors> {
     async stop() {
       shutdown.abort(new Error('shutting down'));
       await Promise.all(sweeps);
-      // Running attempts record their interruption (which frees their claims) before we go.
+      // The subscriptions close at once: what the pools still hold ends with the shutdown and is
+      // redelivered after the restart, which a closing subscription neither retries nor logs as a
+      // failure (one warning per waiting job, thousands with a backlog, before). Running attempts
+      // still record their interruption (which frees their claims) before we go.
+      const closing = Promise.all(subscriptions.map((s) => s.close()));
       await Promise.all(Object.values(pools).map((p) => p.idle()));
-      await Promise.all(subscriptions.map((s) => s.close()));
+      await closing;
     },
   };
 }

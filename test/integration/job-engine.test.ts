@@ -11,6 +11,7 @@ import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
 import { startHarness, type Harness } from '../fixtures/harness';
 import { waitFor } from '../fixtures/wait';
+import pino from 'pino';
 
 /** The job engine under load: decoupled from delivery, fair across drives, fenced, exact balances. */
 describe('job engine (HTTP, embedded adapters)', function () {
@@ -182,6 +183,59 @@ describe('job engine (HTTP, embedded adapters)', function () {
     } finally {
       for (const s of sockets) s.destroy();
       hanging.close();
+    }
+  });
+});
+
+describe('job engine: shutdown with jobs waiting for a slot', function () {
+  this.timeout(60_000);
+
+  it('stops without a warning per waiting job: they are redelivered after the restart, not failed', async () => {
+    const lines: { level: number; msg: string }[] = [];
+    const logger = pino(
+      { level: 'info' },
+      {
+        write: (chunk: string) =>
+          void lines.push(
+            ...chunk
+              .split('\n')
+              .filter(Boolean)
+              .map((line) => JSON.parse(line)),
+          ),
+      },
+    );
+    const hanging = createServer(() => undefined); // accepts, never answers: each job holds its slot
+    const sockets = new Set<import('node:net').Socket>();
+    hanging.on('connection', (s) => (sockets.add(s), s.on('close', () => sockets.delete(s))));
+    await new Promise<void>((r) => hanging.listen(0, '127.0.0.1', () => r()));
+    const h = await startHarness({ concurrency: 2, logger, allowlist: ['127.0.0.1'] });
+    try {
+      const url = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/a.wav`;
+      const ids: string[] = [];
+      for (let i = 0; i < 30; i++) {
+        const res = await h.http
+          .post('/v1/jobs/import/project_media')
+          .set(h.auth())
+          .send({ project_name: `Waiting ${i}`, add_media: { 'a.wav': { url } } });
+        assert.equal(res.status, 201, JSON.stringify(res.body));
+        ids.push(res.body.job_id);
+      }
+      await waitFor(() => (h.processors!.pools['import/project_media'].stats().waiting >= 20 ? true : null), {
+        what: 'jobs waiting for a slot',
+      });
+      await h.processors!.stop();
+      const retried = lines.filter((l) => l.msg === 'handler failed; will retry');
+      assert.equal(retried.length, 0, `${retried.length} "handler failed" warnings at shutdown`);
+      // Nothing was failed or stopped by the shutdown: the jobs are still to be done.
+      const states = await Promise.all(ids.map(async (id) => (await h.store.readStream(`job-${id}`)).map((e) => e.type)));
+      assert.ok(
+        states.every((types) => !types.includes('JobStopped') && !types.includes('JobAttemptFailed')),
+        JSON.stringify(states),
+      );
+    } finally {
+      for (const s of sockets) s.destroy();
+      hanging.close();
+      await h.close();
     }
   });
 });
