@@ -10,6 +10,12 @@ export const importJobId = (uuid: string): string => `${IMPORT_JOB_PREFIX}${uuid
 /** A job id we could have issued: an import id or a bare UUID. Anything else cannot exist. */
 export const isJobId = (s: string): boolean => isUuid(s) || (s.startsWith(IMPORT_JOB_PREFIX) && isUuid(s.slice(IMPORT_JOB_PREFIX.length)));
 
+/**
+ * Whether the job with this id is surely an import: import ids carry their prefix, and no other
+ * job type's do (agent and publish jobs are bare UUIDs). A bare UUID says nothing.
+ */
+export const isImportJobId = (jobId: string): boolean => jobId.startsWith(IMPORT_JOB_PREFIX);
+
 /** Composition short id: the first 5 hex characters of its UUID. */
 export const shortIdOf = (compositionId: string): string => compositionId.replace(/-/g, '').slice(0, 5).toLowerCase();
 

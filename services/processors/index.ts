@@ -1,3 +1,4 @@
+import { isImportJobId } from '../../lib/domain/ids';
 import type { Logger } from 'pino';
 import { evolveJob, initialJobState, type JobEvent, type JobPool, type JobState, type JobType } from '../../lib/domain/job';
 import type { EventLog, LogHandler, LogSubscription } from '../../lib/ports/event-log';
@@ -93,8 +94,12 @@ function typeEngine(deps: EngineDeps, runner: RunnerDeps, type: AnyJobTypeDefini
     pool.submit(job.drive_id, job.job_id, () => runJob(runner, job, (ctx) => def.work(deps, ctx), afterCancel, def.progressGraceMs));
   const now = () => deps.clock.now().toISOString();
 
-  /** The job's state, when the job is this type's. */
+  /**
+   * The job's state, when the job is this type's. An import's id says so (an agent or publish
+   * group need not read the job's stream to pass over every import's stop and cancel).
+   */
   const ours = async (jobId: string): Promise<Exclude<JobState, { status: 'none' }> | null> => {
+    if (isImportJobId(jobId) && def.type !== 'import/project_media') return null;
     const { state } = await deps.on.jobs.load(jobId);
     return state.status !== 'none' && state.job.job_type === def.type ? state : null;
   };

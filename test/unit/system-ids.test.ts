@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { validate, version } from 'uuid';
 import { randomIds } from '../../lib/adapters/system/clock';
+import { importJobId, isImportJobId, isJobId } from '../../lib/domain/ids';
 
 /** The ids the services make: v4 where order means nothing, v7 where the stores want them in order. */
 describe('system ids', () => {
@@ -30,5 +31,14 @@ describe('system ids', () => {
   it('makes UUID v4 ids', () => {
     const id = randomIds.uuid();
     assert.equal(version(id), 4);
+  });
+});
+
+describe('job ids', () => {
+  it("tells an import's id by its prefix; a bare UUID (agent, publish) is not one", () => {
+    const uuid = randomIds.uuidv7();
+    assert.equal(isImportJobId(importJobId(uuid)), true);
+    assert.equal(isImportJobId(uuid), false);
+    assert.ok(isJobId(importJobId(uuid)) && isJobId(uuid));
   });
 });
