@@ -10,8 +10,8 @@ import { JOBS } from '../read-models/jobs';
  *
  * The count is the jobs read model's, read at most once per `refreshMs` per drive and decided on
  * in between without waiting (the accept path stays a map look-up), each job admitted meanwhile
- * counted at once. So the limit is a guard, not an exact bound: a read that started before some
- * admissions, or jobs the projector has not reached yet, let a burst pass it by a little. A count that cannot be read admits (logged): a read store hiccup is no reason to refuse work.
+ * counted at once (and added to a count read meanwhile). So the limit is a guard, not an exact
+ * bound: jobs the projector has not reached yet when the count is read let a burst pass it by a little. A count that cannot be read admits (logged): a read store hiccup is no reason to refuse work.
  */
 
 export type Admission = {
@@ -26,7 +26,8 @@ export const UNFINISHED_STATES = ['queued', 'running'] as const;
 /** Drives whose counts are kept; the least recently asked go first. */
 const REMEMBERED_DRIVES = 10_000;
 
-type Known = { unfinished: number; at: number; reading: Promise<number> | null };
+/** `admitted`: jobs admitted since the drive was first asked about, so that a count can add those admitted while it was read. */
+type Known = { unfinished: number; admitted: number; at: number; reading: Promise<number> | null };
 
 export function createAdmission(deps: {
   queries: Pick<ReadQueries, 'count'>;
@@ -42,12 +43,15 @@ export function createAdmission(deps: {
   const now = deps.now ?? Date.now;
   const known = new Map<string, Known>();
 
-  const read = (driveId: string, entry: Known): Promise<number> =>
-    (entry.reading ??= deps.queries
+  const read = (driveId: string, entry: Known): Promise<number> => {
+    if (entry.reading) return entry.reading;
+    const admittedBefore = entry.admitted;
+    return (entry.reading = deps.queries
       .count(JOBS, { drive_id: driveId, job_state: { $in: [...UNFINISHED_STATES] } })
       .then(
         (unfinished) => {
-          entry.unfinished = unfinished;
+          // The jobs admitted while it was read are not in it.
+          entry.unfinished = unfinished + (entry.admitted - admittedBefore);
           return unfinished;
         },
         (err: unknown) => {
@@ -59,11 +63,13 @@ export function createAdmission(deps: {
         entry.at = now();
         entry.reading = null;
       }));
+  };
 
   // An admitted job counts at once: until the next read, the drive's count grows with each.
   const decide = (entry: Known): AdmissionRefusal | null => {
     if (entry.unfinished >= limit) return { unfinished: entry.unfinished, limit };
     entry.unfinished += 1;
+    entry.admitted += 1;
     return null;
   };
 
@@ -71,7 +77,7 @@ export function createAdmission(deps: {
     refusal(driveId) {
       const entry = known.get(driveId);
       if (!entry) {
-        const fresh: Known = { unfinished: 0, at: 0, reading: null };
+        const fresh: Known = { unfinished: 0, admitted: 0, at: 0, reading: null };
         if (known.size >= REMEMBERED_DRIVES) known.delete(known.keys().next().value!);
         known.set(driveId, fresh);
         return read(driveId, fresh).then(() => decide(fresh));

@@ -60,9 +60,24 @@ describe('admission control (unfinished jobs per drive)', () => {
     assert.equal(await admission.refusal('d'), null);
     failing = false;
     clock += 1000;
-    admission.refusal('d');
+    assert.equal(admission.refusal('d'), null, 'decided on the count kept while the new one is read');
     await settle();
-    assert.deepEqual(admission.refusal('d'), { unfinished: 5, limit: 5 });
+    assert.deepEqual(admission.refusal('d'), { unfinished: 6, limit: 5 }, 'the count read, plus the job admitted while it was read');
+  });
+
+  it('adds the jobs admitted while a count was read to it: they are not in it', async () => {
+    const counts: ((n: number) => void)[] = [];
+    const queries = { count: () => new Promise<number>((resolve) => counts.push(resolve)) };
+    const admission = createAdmission({ queries, limit: 10, refreshMs: 1000, log, now: () => clock });
+    const first = admission.refusal('d');
+    counts.shift()!(0);
+    assert.equal(await first, null);
+    clock += 1000;
+    for (let i = 0; i < 3; i++) assert.equal(admission.refusal('d'), null); // the first starts a read
+    counts.shift()!(2); // the read saw two unfinished (the first job, and one admitted before it began)
+    await settle();
+    for (let i = 0; i < 5; i++) assert.equal(admission.refusal('d'), null);
+    assert.deepEqual(admission.refusal('d'), { unfinished: 10, limit: 10 }, '2 counted + 3 admitted during the read + 5');
   });
 
   it('counts nothing with no limit (0)', async () => {

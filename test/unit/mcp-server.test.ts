@@ -161,11 +161,13 @@ describe('MCP server (mps mcp)', () => {
       const started = performance.now();
       await progress.sent();
       assert.ok(performance.now() - started >= PROGRESS_ANSWER_GAP_MS - 1, `held ${performance.now() - started} ms`);
-      // Nothing sent: nothing to hold.
+      // Nothing sent: nothing to hold (no timer: it resolves before the event loop turns, however loaded the machine).
       const idle = progressReporter(extraWith('t3').extra)!;
-      const before = performance.now();
-      await idle.sent();
-      assert.ok(performance.now() - before < PROGRESS_ANSWER_GAP_MS / 2);
+      const first = await Promise.race([
+        idle.sent().then(() => 'sent'),
+        new Promise((resolve) => setImmediate(() => resolve('a turn later'))),
+      ]);
+      assert.equal(first, 'sent');
     });
 
     it('summarises an unfinished job with what to do next', () => {
