@@ -73,8 +73,15 @@ export function progressReporter(extra: Extra): ProgressReporter | undefined {
   };
   const sent = async () => {
     await writing;
-    const hold = writtenAt === null ? 0 : writtenAt + PROGRESS_ANSWER_GAP_MS - performance.now();
-    if (hold > 0) await sleep(hold);
+    if (writtenAt === null) return;
+    // Timers may fire a millisecond early against performance.now(): wait until the gap has passed.
+    for (
+      let hold = writtenAt + PROGRESS_ANSWER_GAP_MS - performance.now();
+      hold > 0;
+      hold = writtenAt + PROGRESS_ANSWER_GAP_MS - performance.now()
+    ) {
+      await sleep(Math.ceil(hold));
+    }
   };
   return { report, sent };
 }
