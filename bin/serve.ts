@@ -71,7 +71,7 @@ runService('serve', async (config, logger) => {
   };
   const commandApp = createCommandApp({
     ...shared,
-    ...commandDeps(config, commandStore, { queries: readSide.queries, logger }),
+    ...commandDeps(config, commandStore, { queries: readSide.queries, logger, metrics }),
     balance: createBalances({ store, clock: systemClock, ids: randomIds, snapshots: readStoreSnapshots(readSide.read, logger) }),
     consistency: { role: 'write', hooks },
   });

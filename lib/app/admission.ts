@@ -17,6 +17,8 @@ import { JOBS } from '../read-models/jobs';
 export type Admission = {
   /** Null when the drive may queue another job, else why not (its unfinished jobs, against the limit). */
   refusal(driveId: string): AdmissionRefusal | null | Promise<AdmissionRefusal | null>;
+  /** Requests refused since start, and the drives whose last count is at the limit (for /metrics). */
+  stats(): { refused: number; drivesAtLimit: number };
 };
 
 export type AdmissionRefusal = { readonly unfinished: number; readonly limit: number };
@@ -38,7 +40,7 @@ export function createAdmission(deps: {
   now?: () => number;
 }): Admission {
   const { limit } = deps;
-  if (limit === 0) return { refusal: () => null };
+  if (limit === 0) return { refusal: () => null, stats: () => ({ refused: 0, drivesAtLimit: 0 }) };
   const refreshMs = deps.refreshMs ?? 1000;
   const now = deps.now ?? Date.now;
   const known = new Map<string, Known>();
@@ -66,8 +68,12 @@ export function createAdmission(deps: {
   };
 
   // An admitted job counts at once: until the next read, the drive's count grows with each.
+  let refused = 0;
   const decide = (entry: Known): AdmissionRefusal | null => {
-    if (entry.unfinished >= limit) return { unfinished: entry.unfinished, limit };
+    if (entry.unfinished >= limit) {
+      refused += 1;
+      return { unfinished: entry.unfinished, limit };
+    }
     entry.unfinished += 1;
     entry.admitted += 1;
     return null;
@@ -88,6 +94,11 @@ export function createAdmission(deps: {
       if (entry.at === 0 && entry.reading) return entry.reading.then(() => decide(entry));
       if (now() - entry.at >= refreshMs) void read(driveId, entry);
       return decide(entry);
+    },
+    stats() {
+      let drivesAtLimit = 0;
+      for (const entry of known.values()) if (entry.unfinished >= limit) drivesAtLimit += 1;
+      return { refused, drivesAtLimit };
     },
   };
 }

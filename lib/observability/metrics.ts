@@ -34,6 +34,8 @@ export function createMetrics(options: { defaultLabels?: Record<string, string> 
   const counted = new Map<string, { hits: number; misses: number }>();
   let webhookSlots: () => WebhookSlots = () => ({ inFlight: 0, drives: 0, most: 0 });
   let jobEventStreams: () => JobEventStreamStats = () => ({ open: 0, watchedJobs: 0 });
+  let admission: () => AdmissionStats = () => ({ refused: 0, drivesAtLimit: 0 });
+  let refusedCounted = 0;
   return {
     registry,
     /** Labelled by the matched route pattern (`/v1/jobs/:job_id`), `unmatched` when none matched. */
@@ -151,6 +153,29 @@ export function createMetrics(options: { defaultLabels?: Record<string, string> 
         this.set({ what: 'watched_jobs' }, now.watchedJobs);
       },
     }),
+    /** Jobs refused by admission control (lib/app/admission.ts): a drive had as many unfinished jobs as it may. */
+    admissionRefusals: new Counter({
+      name: 'job_admission_refusals_total',
+      help: 'Job requests answered 429 because their drive had as many unfinished jobs as it may (MAX_UNFINISHED_JOBS_PER_DRIVE)',
+      registers,
+      collect() {
+        const now = admission().refused;
+        this.inc(now >= refusedCounted ? now - refusedCounted : now);
+        refusedCounted = now;
+      },
+    }),
+    admissionDrivesAtLimit: new Gauge({
+      name: 'job_admission_drives_at_limit',
+      help: 'Drives this command API last counted at their limit of unfinished jobs',
+      registers,
+      collect() {
+        this.set(admission().drivesAtLimit);
+      },
+    }),
+    /** Reports admission control in `job_admission_refusals_total` and `job_admission_drives_at_limit`, read at each scrape. */
+    watchAdmission(stats: () => AdmissionStats) {
+      admission = stats;
+    },
     /** Reports the query API's job event streams in `job_event_streams`, read at each scrape. */
     watchJobEvents(stats: () => JobEventStreamStats) {
       jobEventStreams = stats;
@@ -169,3 +194,5 @@ export function createMetrics(options: { defaultLabels?: Record<string, string> 
 export type Metrics = ReturnType<typeof createMetrics>;
 
 export type JobEventStreamStats = { open: number; watchedJobs: number };
+/** Admission control's counts: requests refused since start, and drives last counted at their limit. */
+export type AdmissionStats = { refused: number; drivesAtLimit: number };

@@ -17,18 +17,21 @@ import { uploadUrl, type UploadParams, type UploadRouteDeps } from './uploads';
 import type { Logger } from 'pino';
 import { createAdmission, type Admission } from '../../lib/app/admission';
 import type { ReadQueries } from '../../lib/ports/read-store';
+import type { Metrics } from '../../lib/observability/metrics';
 
 /** What the command API needs beyond the shared HTTP pieces, from configuration (main.ts and the all-in-one server). */
 export function commandDeps(
   config: Config,
   store: EventStore,
-  read: { queries: Pick<ReadQueries, 'count'>; logger: Logger },
+  read: { queries: Pick<ReadQueries, 'count'>; logger: Logger; metrics?: Pick<Metrics, 'watchAdmission'> },
 ): Omit<ImportDeps, 'balance'> & { uploads: UploadRouteDeps; blobs: BlobStore; agentCatalog: Catalog; admission: Admission } {
   const secret = openSigningSecret(config);
+  const admission = createAdmission({ queries: read.queries, limit: config.maxUnfinishedJobsPerDrive, log: read.logger });
+  read.metrics?.watchAdmission(admission.stats);
   const blobs = openBlobStore(config);
   return {
     store,
-    admission: createAdmission({ queries: read.queries, limit: config.maxUnfinishedJobsPerDrive, log: read.logger }),
+    admission,
     clock: systemClock,
     ids: randomIds,
     webUrl: config.webUrl,

@@ -24,13 +24,14 @@ runService('command-api', async (config, logger) => {
     watermark: createWatermark(),
     lastAppended: store.lastAppended,
   });
+  const metrics = createMetrics();
   const service = await start({
     ...httpCommon(config, logger, store, readSide),
-    metrics: createMetrics(),
+    metrics,
     balance: createBalances({ store, clock: systemClock, ids: randomIds, snapshots: readStoreSnapshots(readSide.read, logger) }),
     port: config.port,
     maxConnections: config.maxConnections,
-    ...commandDeps(config, store, { queries: readSide.queries, logger }),
+    ...commandDeps(config, store, { queries: readSide.queries, logger, metrics }),
     consistency: { role: 'write', hooks },
   });
   return async () => {

@@ -36,6 +36,7 @@ describe('admission control (unfinished jobs per drive)', () => {
     assert.deepEqual(await admission.refusal('d'), { unfinished: 3, limit: 3 }, 'the one just admitted counts at once');
     assert.equal(await admission.refusal('e'), null);
     assert.equal(counts, 2, 'one count per drive within the refresh');
+    assert.deepEqual(admission.stats(), { refused: 1, drivesAtLimit: 1 });
   });
 
   it('reads the count again after the refresh interval, deciding on the last one meanwhile without waiting', async () => {

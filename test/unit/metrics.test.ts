@@ -130,6 +130,18 @@ describe('metrics: Prometheus registry per service', () => {
     assert.equal(await value('read_cache_lookups_total{cache="job_answers",result="miss"}'), '5');
   });
 
+  it('reports admission control at each scrape: refusals as a counter, drives at their limit as a gauge', async () => {
+    const metrics = createMetrics();
+    let stats = { refused: 4, drivesAtLimit: 1 };
+    metrics.watchAdmission(() => stats);
+    const value = async (series: string) => sample(await metrics.registry.metrics(), series)?.split(' ')[1];
+    assert.equal(await value('job_admission_refusals_total'), '4');
+    assert.equal(await value('job_admission_drives_at_limit'), '1');
+    stats = { refused: 9, drivesAtLimit: 0 };
+    assert.equal(await value('job_admission_refusals_total'), '9', 'scraped twice, counted once');
+    assert.equal(await value('job_admission_drives_at_limit'), '0');
+  });
+
   it('keeps each registry to itself: two services in one process do not share series', async () => {
     const a = createMetrics();
     const b = createMetrics();
