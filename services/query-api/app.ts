@@ -18,6 +18,7 @@ import type { ApiContext } from '../../lib/http/middleware';
 import type { SchemaRegistry } from '../../lib/http/schemas';
 import { endedAt, evolveJobDoc, JOBS, renderJob } from '../../lib/read-models/jobs';
 import type { SnapshotStore } from '../../lib/app/snapshots';
+import type { Admission } from '../../lib/app/admission';
 import { keptJobAnswers } from './kept-answers';
 import { mountProjects, timeRange } from './projects';
 import { mountSearch } from './search';
@@ -71,6 +72,8 @@ export type QueryApiDeps = ApiAppDeps & {
   jobEvents?: Partial<JobEventsOptions>;
   /** Where the balance streams' folds are kept (the partner import page reads a drive's balance). */
   snapshots?: SnapshotStore;
+  /** Admission control for the partner import page (the command API has its own). */
+  admission?: Admission;
   /** Where the open job event streams are reported (`Metrics.watchJobEvents`). */
   watchJobEvents?: (stats: () => JobEventStreamStats) => void;
 };
@@ -94,6 +97,7 @@ export function createApp(deps: QueryApiDeps): HttpApp & { jobEvents: JobEventSt
       webUrl: deps.webUrl,
       urlRefusal: deps.urlRefusal,
       balance: createBalances({ store: deps.store, clock: deps.clock, ids: deps.ids, snapshots: deps.snapshots }),
+      admission: deps.admission,
     },
   });
   const docs = createApiDocsRoutes({ version: API_VERSION });

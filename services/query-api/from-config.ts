@@ -11,6 +11,7 @@ import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { principalsByTokenId } from '../../lib/app/tenancy';
 import { createWebSessions } from '../../lib/app/web-sessions';
 import { readStoreSnapshots } from '../../lib/app/snapshots';
+import { createAdmission } from '../../lib/app/admission';
 import type { Logger } from 'pino';
 import type { Config } from '../../lib/config';
 import type { Metrics } from '../../lib/observability/metrics';
@@ -47,11 +48,13 @@ export function queryDeps(
   | 'watchJobEvents'
   | 'published'
   | 'snapshots'
+  | 'admission'
 > {
   for (const [name, stats] of Object.entries(readSide.caches)) metrics.watchCache(name, stats);
   return {
     read: readSide.queries,
     snapshots: readStoreSnapshots(readSide.read, logger),
+    admission: createAdmission({ queries: readSide.queries, limit: config.maxUnfinishedJobsPerDrive, log: logger }),
     search: readSide.search,
     blobs: openBlobStore(config),
     downloadSecret: openSigningSecret(config),

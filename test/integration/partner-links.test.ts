@@ -124,7 +124,8 @@ describe('partner import links (edit in)', function () {
     const dir = mkdtempSync(join(tmpdir(), 'partner-links-'));
     const [voice, clip] = await Promise.all([makeTestMedia(dir, 'wav', 2), makeTestMedia(dir, 'mp4', 1)]);
     files = await startFileServer({ 'voice.wav': voice, 'clip.mp4': clip, 'late.wav': voice });
-    h = await startHarness();
+    // Admission control at 20 unfinished jobs per drive: only the test of a full backlog reaches it.
+    h = await startHarness({ admission: { limit: 20 } });
     partner = await createDrive(h.admin, { name: 'Partner', partner: true });
     await updateDrive(h.admin, partner.drive_id, { host_allow_list: ['127.0.0.1', 'Media.Example', '10.0.0.5'] });
   });
@@ -355,6 +356,25 @@ describe('partner import links (edit in)', function () {
       const res = await postImport(nonce, broke.token);
       assert.equal(res.status, 402);
       assert.match(res.text, /no media seconds left/);
+      assert.deepEqual(await linkUse(nonce), []);
+      assert.equal((await postImport(nonce)).status, 303, 'another user can still use it');
+    });
+
+    it('answers a drive with a full backlog with a 429 page and Retry-After, leaving the link usable', async () => {
+      const busy = await createDrive(h.admin, { name: 'Busy' });
+      // Twenty imports waiting for their uploads: queued until their upload URLs expire.
+      for (let i = 0; i < 20; i++) {
+        const res = await h.http
+          .post('/v1/jobs/import/project_media')
+          .set(h.auth(busy.token))
+          .send({ project_name: `Waiting ${i}`, add_media: { 'a.wav': { content_type: 'audio/wav', file_size: 1000 } } });
+        assert.equal(res.status, 201, JSON.stringify(res.body));
+      }
+      const { nonce } = await issueLink([{ uri: files.url('file', 'voice.wav') }]);
+      const res = await postImport(nonce, busy.token);
+      assert.equal(res.status, 429);
+      assert.equal(res.headers['retry-after'], '5');
+      assert.match(res.text, /20 jobs queued or running/);
       assert.deepEqual(await linkUse(nonce), []);
       assert.equal((await postImport(nonce)).status, 303, 'another user can still use it');
     });

@@ -3,7 +3,6 @@ import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { compositionWords } from '../../../lib/app/composition-words';
-import type { UrlImportDeps } from '../../../lib/app/import';
 import type { ReadYourWrites } from '../../../lib/app/consistency';
 import type { Authenticate, Principal } from '../../../lib/app/tenancy';
 import type { WebSessions } from '../../../lib/app/web-sessions';
@@ -16,7 +15,7 @@ import type { BlobStore } from '../../../lib/ports/blob-store';
 import type { ReadQueries } from '../../../lib/ports/read-store';
 import { loadProjectView, recentJobs, type ProjectView } from '../project-view';
 import { Html } from './html';
-import { mountImportPage, type PageAnswer } from './import-routes';
+import { mountImportPage, type PageAnswer, type PageImportDeps } from './import-routes';
 import { errorPage, loginPage, projectPage, signedInPage } from './pages';
 import { mountSharePages } from './share-routes';
 import { clearedSessionCookie, isForeignOrigin, readForm, SESSION_COOKIE, safeNext, sessionCookie } from './session';
@@ -50,7 +49,8 @@ export type WebRoutesDeps = {
   /** Largest login form accepted; 8 KiB unless told. */
   maxFormBytes?: number;
   /** What the partner import page writes with (the event store, balances); without it there is no such page. */
-  imports?: UrlImportDeps;
+  /** With `admission`: an import is refused (429) while the drive has as many unfinished jobs as it may. */
+  imports?: PageImportDeps;
   /** Read-your-writes: a page waits for the signed-in token's writes, and the import page notes its own. */
   consistency?: ReadYourWrites;
 };
