@@ -16,9 +16,10 @@ import type { AppendResult, EventMetadata, EventStore, NewEvent, StoredEvent, St
  * import into a project folded the project's whole history: work that grew with each event. A
  * stream only ever grows, so a kept state plus the events after it is the state a whole read
  * would fold. A handler given snapshots (balances) starts from the stream's snapshot when it has
- * no fold of its own, and keeps one every thousand events (lib/app/snapshots.ts). Only states folded from stored events are kept, never one a command meant to
- * append, and a state is shared by its readers: folds return new objects (evolve is pure) and
- * nobody changes a state they were given.
+ * no fold of its own, and keeps one every thousand events (lib/app/snapshots.ts). Only states
+ * folded from stored events are kept, never one a command meant to append, and a state is shared
+ * by its readers: folds return new objects (evolve is pure) and nobody changes a state they were
+ * given.
  */
 
 export type HandleResult<E, S> = { readonly events: E[]; readonly state: S; readonly revision: number | null };
@@ -231,16 +232,9 @@ type Kept<S> = { readonly folds: LRUCache<string, Folded>; readonly snapshots?: 
  * state: the handler's own fold, else the stream's snapshot, else none (all the events).
  */
 async function readFolded<E, S>(store: EventStore, streamId: string, fold: Fold<E, S>, kept: Kept<S> | null): Promise<Loaded<S>> {
-  let from = kept?.folds.get(streamId);
-  let tail: StoredEvent[] | undefined;
-  const snapshot = !from && kept?.snapshots ? await fromSnapshot(kept.snapshots, streamId) : undefined;
-  if (snapshot) {
-    const read = await store.readStream(streamId, { fromRevision: snapshot.revision });
-    // The event the snapshot was folded up to must be there (an event store restored from a
-    // backup older than the read store's lacks it): else the stream is folded from its start.
-    if (read[0]?.revision === snapshot.revision) [from, tail] = [snapshot, read.slice(1)];
-  }
-  tail ??= await store.readStream(streamId, from ? { fromRevision: from.revision + 1 } : undefined);
+  const start = await startOf(store, streamId, kept);
+  const from = start.from;
+  const tail = start.tail ?? (await store.readStream(streamId, from ? { fromRevision: from.revision + 1 } : undefined));
   if (tail.length === 0) {
     if (!from) return { state: fold.initialState(), revision: null };
     if (kept && !kept.folds.has(streamId)) kept.folds.set(streamId, from);
@@ -259,6 +253,21 @@ async function readFolded<E, S>(store: EventStore, streamId: string, fold: Fold<
   // Two reads of one stream may overlap: the later state wins, whichever ends first.
   if ((kept.folds.get(streamId)?.revision ?? -1) < revision) kept.folds.set(streamId, { state, revision, snapshotAt });
   return { state, revision };
+}
+
+/**
+ * Where a read of the stream starts: the handler's own fold; else the stream's snapshot, with the
+ * events after it (read from the snapshot's own event on, to check it is there); else nothing.
+ */
+async function startOf<S>(store: EventStore, streamId: string, kept: Kept<S> | null): Promise<{ from?: Folded; tail?: StoredEvent[] }> {
+  const own = kept?.folds.get(streamId);
+  if (own || !kept?.snapshots) return { from: own };
+  const snapshot = await fromSnapshot(kept.snapshots, streamId);
+  if (!snapshot) return {};
+  const read = await store.readStream(streamId, { fromRevision: snapshot.revision });
+  // An event store restored from a backup older than the read store's lacks the snapshot's event:
+  // the stream is then folded from its start.
+  return read[0]?.revision === snapshot.revision ? { from: snapshot, tail: read.slice(1) } : {};
 }
 
 /** The stream's snapshot as a kept fold; none when there is none, or it is of another version. */

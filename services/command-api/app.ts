@@ -15,8 +15,8 @@ import { partnerRoute } from './partner';
 import { mountTextEdits } from './text-edits';
 import { createUploadRoutes, type UploadRouteDeps } from './uploads';
 import type { BlobStore } from '../../lib/ports/blob-store';
-import type { Admission } from '../../lib/app/admission';
-import { AppErrorWithHeaders } from '../../lib/http/middleware';
+import type { Admission, AdmissionRefusal } from '../../lib/app/admission';
+import { admit } from '../../lib/http/admission';
 
 export type CommandApiDeps = ApiAppDeps &
   ImportDeps & {
@@ -116,13 +116,9 @@ export function createApp(deps: CommandApiDeps): HttpApp {
   });
 }
 
-/** How long a refused client is asked to wait: jobs finish in seconds to minutes. */
-const ADMISSION_RETRY_AFTER_SECONDS = 5;
-
 /**
- * A route that creates a job, refused with 429 `rate_limit_exceeded` (a generic answer of every
- * endpoint, SPEC: clients wait for Retry-After) while the drive has as many unfinished jobs as it
- * may have. Decided without waiting when the drive's count is known (lib/app/admission.ts).
+ * A route that creates a job, refused with 429 while the drive has as many unfinished jobs as it
+ * may have (lib/http/admission.ts).
  */
 const admittedBy =
   (admission: Admission | undefined) =>
@@ -131,17 +127,13 @@ const admittedBy =
       ? {
           ...route,
           async handle(request) {
-            const decided = admission.refusal(request.auth.driveId);
-            const refused = decided instanceof Promise ? await decided : decided;
-            if (refused) {
-              throw new AppErrorWithHeaders(
-                'rate_limit_exceeded',
-                `this drive has ${refused.unfinished} unfinished jobs (queued or running), the most it may have; ` +
-                  `send the request again after Retry-After seconds, once some have finished`,
-                { 'Retry-After': String(ADMISSION_RETRY_AFTER_SECONDS) },
-              );
-            }
+            const waiting = admit(admission, request.auth.driveId, tooManyUnfinished);
+            if (waiting) await waiting;
             return route.handle(request);
           },
         }
       : route;
+
+const tooManyUnfinished = ({ unfinished }: AdmissionRefusal) =>
+  `this drive has ${unfinished} unfinished jobs (queued or running), the most it may have; ` +
+  `send the request again after Retry-After seconds, once some have finished`;

@@ -4,7 +4,8 @@ import type { UrlImportDeps } from '../../../lib/app/import';
 import { importLinks } from '../../../lib/app/import-link';
 import type { Principal } from '../../../lib/app/tenancy';
 import { AppError, notFound } from '../../../lib/domain/errors';
-import { AppErrorWithHeaders, type ApiState } from '../../../lib/http/middleware';
+import type { ApiState } from '../../../lib/http/middleware';
+import { admit } from '../../../lib/http/admission';
 import type { Admission } from '../../../lib/app/admission';
 import type { Html } from './html';
 import { importPage, linkGoneMessage, NO_SUCH_LINK } from './import-pages';
@@ -69,7 +70,12 @@ export function mountImportPage(
       const state = ctx.state as Partial<ApiState>;
       state.auth = who;
       // Before the link is used: a refused import leaves it for later, or for someone else.
-      await admit(imports.admission, who);
+      await admit(
+        imports.admission,
+        who.driveId,
+        ({ unfinished }) =>
+          `Your drive has ${unfinished} jobs queued or running, the most it may have. Try again in a few minutes, once some have finished.`,
+      );
       try {
         const started = await links.use(who, nonce, state.requestId ?? '');
         await wrote(who.tokenId);
@@ -86,17 +92,3 @@ export function mountImportPage(
 }
 
 const gone = (state: 'used' | 'expired'): PageAnswer => ({ status: 410, body: errorPage(410, 'Gone', linkGoneMessage(state)) });
-
-/** How long a refused visitor is asked to wait (jobs finish in seconds to minutes). */
-const ADMISSION_RETRY_AFTER_SECONDS = 5;
-
-/** A 429 page while the drive has as many unfinished jobs as it may (lib/app/admission.ts). */
-async function admit(admission: Admission | undefined, who: Principal): Promise<void> {
-  const refused = admission && (await admission.refusal(who.driveId));
-  if (!refused) return;
-  throw new AppErrorWithHeaders(
-    'rate_limit_exceeded',
-    `Your drive has ${refused.unfinished} jobs queued or running, the most it may have. Try again in a few minutes, once some have finished.`,
-    { 'Retry-After': String(ADMISSION_RETRY_AFTER_SECONDS) },
-  );
-}
