@@ -81,10 +81,10 @@ export function createApp(deps: CommandApiDeps): HttpApp {
   const redeliver: LaneRoute = {
     method: 'POST',
     path: '/jobs/:job_id/deliveries',
-    async handle({ auth, params, log }) {
+    async handle({ auth, params, log, requestId }) {
       const jobId = params.job_id;
       if (!isJobId(jobId)) throw notFound(`job ${jobId} does not exist`);
-      await jobs.requestRedelivery(auth, jobId);
+      await jobs.requestRedelivery(auth, jobId, requestId);
       log.info({ job_id: jobId }, 'webhook redelivery requested');
       return { status: 202, body: { job_id: jobId, state: 'pending' } };
     },

@@ -14,7 +14,7 @@ export type JobCommandDeps = { store: EventStore; clock: Clock; ids: Ids };
 export type JobCommands = {
   cancel(who: Principal, jobId: string, requestId: string): Promise<void>;
   /** Asks for the job's webhook to be delivered again now (an extension: POST /jobs/{job_id}/deliveries). */
-  requestRedelivery(who: Principal, jobId: string): Promise<void>;
+  requestRedelivery(who: Principal, jobId: string, requestId: string): Promise<void>;
 };
 
 /** Built once per app, with the handlers of the job and delivery streams. */
@@ -43,7 +43,7 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
       );
     },
 
-    async requestRedelivery(who, jobId) {
+    async requestRedelivery(who, jobId, requestId) {
       const { state: job } = await jobs.load(jobId);
       if (job.status === 'none') throw notFound(`job ${jobId} does not exist`);
       if (job.job.drive_id !== who.driveId) throw forbidden(`job ${jobId} belongs to another drive`);
@@ -53,7 +53,7 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
         { type: 'RequestRedelivery', by: who.userId, now: deps.clock.now().toISOString() },
         {
           newId: () => deps.ids.uuidv7(),
-          metadata: { partition_key: job.job.project_id, drive_id: who.driveId, user_id: who.userId },
+          metadata: { partition_key: job.job.project_id, correlation_id: requestId, drive_id: who.driveId, user_id: who.userId },
           // Before the job stopped there is no delivery yet: say so plainly.
           check: (state) => {
             if (!state.exists)

@@ -112,8 +112,14 @@ describe('webhook delivery (HTTP, embedded adapters)', function () {
     await waitFor(async () => ((await deliveries(jobId)).state === 'gone' ? true : null), { what: 'the 410' });
     await new Promise((r) => setTimeout(r, 800));
     assert.equal(to('/gone').length, 1, 'no retry after 410');
-    const again = await h.http.post(`/v1/jobs/${jobId}/deliveries`).set(h.auth());
+    const again = await h.http.post(`/v1/jobs/${jobId}/deliveries`).set(h.auth()).set('X-Request-Id', 'redeliver-the-gone-one');
     assert.equal(again.status, 202, JSON.stringify(again.body));
+    // The request is on record with the event it made, as every command's is.
+    const requested = (await h.store.readStream(`delivery-${jobId}`)).filter((e) => e.type === 'DeliveryRequested');
+    assert.deepEqual(
+      requested.map((e) => e.metadata.correlation_id),
+      ['redeliver-the-gone-one'],
+    );
     await waitFor(async () => ((await deliveries(jobId)).state === 'delivered' ? true : null), { what: 'the redelivery' });
     assert.equal(to('/gone').length, 2);
   });
