@@ -8,6 +8,8 @@ import { openDeadLetters, openEventStore, openReadStore, openSecretBox } from '.
 import { parseHostAllowList } from '../lib/adapters/http/outbound-fetcher';
 import type { DeadLetterStore } from '../lib/ports/dead-letters';
 import { randomIds, systemClock } from '../lib/adapters/system/clock';
+import { readStoreSnapshots } from '../lib/app/snapshots';
+import pino from 'pino';
 
 /** `npm run admin -- <command>`: operator commands against the configured event store. Prints JSON. */
 
@@ -111,9 +113,21 @@ drive
   });
 drive
   .command('show')
-  .description('settings and balances: per kind (media_seconds, ai_credits) the allowance, used, reserved and left')
+  .description(
+    'settings, balances (per kind, media_seconds and ai_credits: the allowance, used, reserved and left) and unfinished jobs (queued or running)',
+  )
   .requiredOption('--drive <id>', 'drive id', uuid)
-  .action((o) => run((deps) => showDrive(deps, o.drive)));
+  .action((o) =>
+    run(async (deps) => {
+      const readSide = await openReadStore(loadConfig());
+      try {
+        const log = pino({ level: 'warn' }, pino.destination(2));
+        return await showDrive({ ...deps, snapshots: readStoreSnapshots(readSide.read, log), jobs: readSide.queries }, o.drive);
+      } finally {
+        await readSide.close();
+      }
+    }),
+  );
 drive
   .command('list')
   .description('every drive: id, name, partner access, media-seconds allowance, live tokens (reads the whole event store)')

@@ -17,6 +17,10 @@ import type { SecretBox } from '../ports/secret-box';
 import { handleCommand, loadState } from './command-handler';
 import { createBalances } from './balances';
 import { generateToken, generateWebhookSecret } from './tokens';
+import type { ReadQueries } from '../ports/read-store';
+import { JOBS } from '../read-models/jobs';
+import { UNFINISHED_STATES } from './admission';
+import type { SnapshotStore } from './snapshots';
 
 /** Operator use cases behind `npm run admin` (DESIGN §6). They write to the event store only. */
 
@@ -133,11 +137,17 @@ export async function updateDrive(deps: AdminDeps, driveId: string, changes: Dri
 }
 
 /** A drive, its settings and its balances as its streams say now (`admin drive show`). */
-export async function showDrive(deps: AdminDeps, driveId: string) {
+/**
+ * A drive's settings and balances; with the read store at hand (`jobs`), its unfinished jobs too
+ * (what admission control counts against MAX_UNFINISHED_JOBS_PER_DRIVE), and the balance read
+ * from its snapshot.
+ */
+export async function showDrive(deps: AdminDeps & { snapshots?: SnapshotStore; jobs?: Pick<ReadQueries, 'count'> }, driveId: string) {
   const { state } = await loadState(deps.store, streams.drive(driveId), driveDecider);
   if (!state.exists) throw new AppError('not_found', `drive ${driveId} does not exist`);
   const balances = await createBalances(deps).show(driveId);
-  return { drive_id: driveId, drive_name: state.name, settings: state.settings, balances };
+  const jobs = deps.jobs && { unfinished: await deps.jobs.count(JOBS, { drive_id: driveId, job_state: { $in: [...UNFINISHED_STATES] } }) };
+  return { drive_id: driveId, drive_name: state.name, settings: state.settings, balances, ...(jobs && { jobs }) };
 }
 
 /**

@@ -97,6 +97,7 @@ describe('e2e: a first session', function () {
       ]);
       const shown = await admin(env, 'drive', 'show', '--drive', drive.drive_id);
       assert.equal(shown.drive_name, 'First');
+      assert.deepEqual(shown.jobs, { unfinished: 0 }, 'the import stopped: nothing queued or running');
       const tokens = (await admin(env, 'token', 'list', '--drive', drive.drive_id)) as unknown as Record<string, unknown>[];
       assert.equal(tokens.length, 1);
       assert.deepEqual(Object.keys(tokens[0]).sort(), [
