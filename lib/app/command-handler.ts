@@ -270,11 +270,15 @@ async function startOf<S>(store: EventStore, streamId: string, kept: Kept<S> | n
   return read[0]?.revision === snapshot.revision ? { from: snapshot, tail: read.slice(1) } : {};
 }
 
-/** The stream's snapshot as a kept fold; none when there is none, or it is of another version. */
+/** The stream's snapshot as a kept fold; none when there is none, it is of another version, or it does not decode. */
 async function fromSnapshot<S>(snapshots: SnapshotOptions<S>, streamId: string): Promise<Folded | undefined> {
   const snapshot = await snapshots.store.load(streamId);
-  if (!snapshot || snapshot.version !== snapshots.codec.version) return undefined;
-  return { state: snapshots.codec.decode(snapshot.state), revision: snapshot.revision, snapshotAt: snapshot.revision };
+  if (!snapshot || snapshot.version !== snapshots.codec.version || !Number.isInteger(snapshot.revision)) return undefined;
+  try {
+    return { state: snapshots.codec.decode(snapshot.state), revision: snapshot.revision, snapshotAt: snapshot.revision };
+  } catch {
+    return undefined; // a damaged document: the stream itself is the truth
+  }
 }
 
 /** Keeps a snapshot when `every` events were folded past the last one (in the background); the revision of the last one. */

@@ -279,6 +279,14 @@ describe('command handling: snapshots of folded streams (lib/app/snapshots.ts)',
     assert.deepEqual((await snapshotted(other.spy, { version: 2 }).load(stream)).state, await whole());
     assert.deepEqual(other.reads[0].from, undefined, 'another version: read whole');
 
+    // A damaged document: its state does not decode.
+    await read.put(SNAPSHOTS, { _id: stream, _rev: 9, version: 1, revision: 149, state: null }, 1);
+    const breaking: SnapshotCodec<Tally> = { ...codec, decode: (json) => ({ total: (json as Tally).total, by: [...(json as Tally).by] }) };
+    const damaged = spying(store);
+    const handler = commandHandler(damaged.spy, tally, (id) => id, { store: readStoreSnapshots(read, log), codec: breaking, every: 100 });
+    assert.deepEqual((await handler.load(stream)).state, await whole());
+    assert.deepEqual(damaged.reads[0].from, undefined, 'a snapshot that does not decode: read whole');
+
     const failing: SnapshotStore = { load: () => Promise.resolve(null), save: () => Promise.resolve() };
     const unreadable = spying(store);
     assert.deepEqual((await snapshotted(unreadable.spy, { snapshots: failing }).load(stream)).state, await whole());
