@@ -18,8 +18,7 @@ import { handleCommand, loadState } from './command-handler';
 import { createBalances } from './balances';
 import { generateToken, generateWebhookSecret } from './tokens';
 import type { ReadQueries } from '../ports/read-store';
-import { JOBS } from '../read-models/jobs';
-import { UNFINISHED_STATES } from './admission';
+import { countUnfinished } from './admission';
 import type { SnapshotStore } from './snapshots';
 
 /** Operator use cases behind `npm run admin` (DESIGN §6). They write to the event store only. */
@@ -146,7 +145,7 @@ export async function showDrive(deps: AdminDeps & { snapshots?: SnapshotStore; j
   const { state } = await loadState(deps.store, streams.drive(driveId), driveDecider);
   if (!state.exists) throw new AppError('not_found', `drive ${driveId} does not exist`);
   const balances = await createBalances(deps).show(driveId);
-  const jobs = deps.jobs && { unfinished: await deps.jobs.count(JOBS, { drive_id: driveId, job_state: { $in: [...UNFINISHED_STATES] } }) };
+  const jobs = deps.jobs && { unfinished: await countUnfinished(deps.jobs, driveId) };
   return { drive_id: driveId, drive_name: state.name, settings: state.settings, balances, ...(jobs && { jobs }) };
 }
 

@@ -11,7 +11,9 @@ import { JOBS } from '../read-models/jobs';
  * The count is the jobs read model's, read at most once per `refreshMs` per drive and decided on
  * in between without waiting (the accept path stays a map look-up), each job admitted meanwhile
  * counted at once (and added to a count read meanwhile). So the limit is a guard, not an exact
- * bound: jobs the projector has not reached yet when the count is read let a burst pass it by a little. A count that cannot be read admits (logged): a read store hiccup is no reason to refuse work.
+ * bound: jobs the projector has not reached yet when the count is read let a burst pass it by a
+ * little. A count that cannot be read admits (logged): a read store hiccup is no reason to refuse
+ * work.
  */
 
 export type Admission = {
@@ -24,6 +26,10 @@ export type Admission = {
 export type AdmissionRefusal = { readonly unfinished: number; readonly limit: number };
 
 export const UNFINISHED_STATES = ['queued', 'running'] as const;
+
+/** The drive's jobs queued or running, as the jobs read model has them: what the limit bounds. */
+export const countUnfinished = (queries: Pick<ReadQueries, 'count'>, driveId: string): Promise<number> =>
+  queries.count(JOBS, { drive_id: driveId, job_state: { $in: [...UNFINISHED_STATES] } });
 
 /** Drives whose counts are kept; the least recently asked go first. */
 const REMEMBERED_DRIVES = 10_000;
@@ -48,8 +54,7 @@ export function createAdmission(deps: {
   const read = (driveId: string, entry: Known): Promise<number> => {
     if (entry.reading) return entry.reading;
     const admittedBefore = entry.admitted;
-    return (entry.reading = deps.queries
-      .count(JOBS, { drive_id: driveId, job_state: { $in: [...UNFINISHED_STATES] } })
+    return (entry.reading = countUnfinished(deps.queries, driveId)
       .then(
         (unfinished) => {
           // The jobs admitted while it was read are not in it.
