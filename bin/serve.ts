@@ -69,16 +69,18 @@ runService('serve', async (config, logger) => {
       if (down.length > 0) throw new Error(`the ${down.join(' and ')} worker is not running (it is being restarted)`);
     },
   };
+  const command = commandDeps(config, commandStore, { queries: readSide.queries, logger, metrics });
   const commandApp = createCommandApp({
     ...shared,
-    ...commandDeps(config, commandStore, { queries: readSide.queries, logger, metrics }),
+    ...command,
     balance: createBalances({ store, clock: systemClock, ids: randomIds, snapshots: readStoreSnapshots(readSide.read, logger) }),
     consistency: { role: 'write', hooks },
   });
   const queryApp = createQueryApp({
     ...shared,
     // The tracked store: the partner import page writes through it too.
-    ...queryDeps(config, readSide, commandStore, metrics, logger),
+    // One admission for both apps: the partner page's imports and the API's count against one limit, read once.
+    ...queryDeps(config, readSide, commandStore, metrics, logger, command.admission),
     consistency: { role: 'read', hooks },
     watermark,
   });

@@ -19,9 +19,11 @@ import { JOBS } from '../read-models/jobs';
 export type Admission = {
   /** Null when the drive may queue another job, else why not (its unfinished jobs, against the limit). */
   refusal(driveId: string): AdmissionRefusal | null | Promise<AdmissionRefusal | null>;
-  /** Requests refused since start, and the drives whose last count is at the limit (for /metrics). */
-  stats(): { refused: number; drivesAtLimit: number };
+  stats(): AdmissionStats;
 };
+
+/** Requests refused since start, and the drives whose last count is at the limit (for /metrics). */
+export type AdmissionStats = { readonly refused: number; readonly drivesAtLimit: number };
 
 export type AdmissionRefusal = { readonly unfinished: number; readonly limit: number };
 

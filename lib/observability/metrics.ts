@@ -1,3 +1,4 @@
+import type { AdmissionStats } from '../app/admission';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
@@ -194,5 +195,3 @@ export function createMetrics(options: { defaultLabels?: Record<string, string> 
 export type Metrics = ReturnType<typeof createMetrics>;
 
 export type JobEventStreamStats = { open: number; watchedJobs: number };
-/** Admission control's counts: requests refused since start, and drives last counted at their limit. */
-export type AdmissionStats = { refused: number; drivesAtLimit: number };

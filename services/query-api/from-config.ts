@@ -11,7 +11,7 @@ import { randomIds, systemClock } from '../../lib/adapters/system/clock';
 import { principalsByTokenId } from '../../lib/app/tenancy';
 import { createWebSessions } from '../../lib/app/web-sessions';
 import { readStoreSnapshots } from '../../lib/app/snapshots';
-import { createAdmission } from '../../lib/app/admission';
+import { createAdmission, type Admission } from '../../lib/app/admission';
 import type { Logger } from 'pino';
 import type { Config } from '../../lib/config';
 import type { Metrics } from '../../lib/observability/metrics';
@@ -26,8 +26,10 @@ export function queryDeps(
   config: Config,
   readSide: ReadSide,
   store: EventStore,
-  metrics: Pick<Metrics, 'watchCache' | 'watchJobEvents'>,
+  metrics: Pick<Metrics, 'watchCache' | 'watchJobEvents' | 'watchAdmission'>,
   logger: Logger,
+  /** The all-in-one server's command API's: one count per drive for both (the partner page admits jobs too). */
+  admission?: Admission,
 ): Pick<
   QueryApiDeps,
   | 'read'
@@ -51,10 +53,13 @@ export function queryDeps(
   | 'admission'
 > {
   for (const [name, stats] of Object.entries(readSide.caches)) metrics.watchCache(name, stats);
+  const admitting = admission ?? createAdmission({ queries: readSide.queries, limit: config.maxUnfinishedJobsPerDrive, log: logger });
+  // Alone (query-api's own /metrics), its partner page's refusals are reported here.
+  if (!admission) metrics.watchAdmission(admitting.stats);
   return {
     read: readSide.queries,
     snapshots: readStoreSnapshots(readSide.read, logger),
-    admission: createAdmission({ queries: readSide.queries, limit: config.maxUnfinishedJobsPerDrive, log: logger }),
+    admission: admitting,
     search: readSide.search,
     blobs: openBlobStore(config),
     downloadSecret: openSigningSecret(config),
