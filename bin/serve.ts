@@ -13,7 +13,7 @@ import { ConfigError } from '../lib/config';
 import { routeByMethod } from '../lib/http/gateway';
 import { createHttpServer } from '../lib/http/listen';
 import { createMetrics } from '../lib/observability/metrics';
-import { withChildMetrics } from '../lib/observability/wiring';
+import { timedAppends, withChildMetrics } from '../lib/observability/wiring';
 import { runService } from '../lib/run-service';
 import { supervise, type Supervised } from '../lib/supervise';
 import { createApp as createCommandApp } from '../services/command-api/app';
@@ -37,9 +37,12 @@ runService('serve', async (config, logger) => {
   // the worker (at nice 10, its event loop may be busy).
   const writerSocket = config.esdbUrl ? undefined : eventsWriterSocketPath(config);
   let worker: Workers | null = null;
-  const store = openEventStore(config, {
-    serveWriters: writerSocket ? { socketPath: writerSocket, onAppended: () => worker?.appendedByJobs() } : undefined,
-  });
+  const store = timedAppends(
+    openEventStore(config, {
+      serveWriters: writerSocket ? { socketPath: writerSocket, onAppended: () => worker?.appendedByJobs() } : undefined,
+    }),
+    metrics,
+  );
   if ('writersListening' in store) {
     await store.writersListening().catch((err: Error) => {
       throw new ConfigError(`DATA_DIR: ${err.message}; is another \`npm start\` running on this folder?`);

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Metrics } from '../observability/metrics';
-import { countingDeadLetters } from '../observability/wiring';
+import { countingDeadLetters, timedAppends } from '../observability/wiring';
 import { openDeadLetters, openEventLog, openEventStore, openReadStore } from './from-config';
 
 /**
@@ -10,7 +10,7 @@ import { openDeadLetters, openEventLog, openEventStore, openReadStore } from './
  * reverse order. `moves`: as `openReadStore` takes it.
  */
 export async function openConsumerSide(config: Config, logger: Logger, metrics: Metrics, options: { moves?: () => number } = {}) {
-  const store = openEventStore(config);
+  const store = timedAppends(openEventStore(config), metrics);
   const readSide = await openReadStore(config, options);
   const deadLetters = countingDeadLetters(openDeadLetters(config, readSide, logger), metrics);
   const log = await openEventLog(config, store, logger, deadLetters);

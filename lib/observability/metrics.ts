@@ -19,6 +19,8 @@ export type CacheStats = { readonly entries: number; readonly hits: number; read
 /** Seconds. HTTP answers are expected in milliseconds; jobs run from seconds to an hour. */
 const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 /** Projection lag and read waits: milliseconds to seconds (p50 and p99 by `histogram_quantile`). */
+/** From 1 ms (a group commit on an idle disk) to 2.5 s (a disk that stalls). */
+const APPEND_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 const LAG_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10];
 const JOB_BUCKETS = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
 
@@ -116,6 +118,18 @@ export function createMetrics(options: { defaultLabels?: Record<string, string> 
       help: 'Time from an event being appended to its being applied to a read model, by read model',
       labelNames: ['read_model'] as const,
       buckets: LAG_BUCKETS,
+      registers,
+    }),
+    /**
+     * An append (or an `appendInOrder` sequence) as the process that asked sees it: on the embedded
+     * store, the wait for its group commit and the commit's fsync; on EventStoreDB, the round trip.
+     * Every accepted import waits this long before its 201, so its tail is the accept path's.
+     */
+    eventStoreAppend: new Histogram({
+      name: 'event_store_append_seconds',
+      help: 'Time from asking the event store to append to its answer, by outcome (ok, conflict, error)',
+      labelNames: ['outcome'] as const,
+      buckets: APPEND_BUCKETS,
       registers,
     }),
     /** Reads that waited for their token's writes (or a final job's effects) to be projected. */

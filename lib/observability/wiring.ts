@@ -1,5 +1,6 @@
 import { AggregatorRegistry, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { DeadLetterStore } from '../ports/dead-letters';
+import type { AppendResult, EventStore } from '../ports/event-store';
 import type { LogSubscription } from '../ports/event-log';
 import type { Metrics } from './metrics';
 
@@ -25,6 +26,31 @@ export function jobMetrics(metrics: Metrics) {
       metrics.jobDuration.observe({ job_type: job.job_type, outcome }, seconds);
     },
   };
+}
+
+/**
+ * Times each append and `appendInOrder` sequence into `event_store_append_seconds`: `conflict`
+ * when any append of it found its stream moved, `error` when it threw. The store's other methods
+ * are its own (the copy inherits them), so a SQLite store stays one.
+ */
+export function timedAppends<S extends EventStore>(store: S, metrics: Pick<Metrics, 'eventStoreAppend'>): S {
+  const timed = Object.create(store) as S;
+  const observe = async <T extends AppendResult | AppendResult[]>(append: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    try {
+      const result = await append();
+      const ok = Array.isArray(result) ? result.every((r) => r.ok) : result.ok;
+      metrics.eventStoreAppend.observe({ outcome: ok ? 'ok' : 'conflict' }, (performance.now() - started) / 1000);
+      return result;
+    } catch (err) {
+      metrics.eventStoreAppend.observe({ outcome: 'error' }, (performance.now() - started) / 1000);
+      throw err;
+    }
+  };
+  timed.append = (streamId, events, expected) => observe(() => store.append(streamId, events, expected));
+  const inOrder = store.appendInOrder?.bind(store);
+  if (inOrder) timed.appendInOrder = (appends) => observe(() => inOrder(appends));
+  return timed;
 }
 
 /** Counts letters as they are written. */

@@ -6,6 +6,7 @@ import { createBalances } from '../../lib/app/balances';
 import { createWatermark, readYourWrites, trackAppends } from '../../lib/app/consistency';
 import { sharedSessionPositions } from '../../lib/app/shared-consistency';
 import { createMetrics } from '../../lib/observability/metrics';
+import { timedAppends } from '../../lib/observability/wiring';
 import { runService } from '../../lib/run-service';
 import { start } from './index';
 import { commandDeps } from './from-config';
@@ -16,7 +17,8 @@ import { commandDeps } from './from-config';
  * before it goes out, where query-api replicas read it (lib/app/shared-consistency.ts).
  */
 runService('command-api', async (config, logger) => {
-  const store = trackAppends(openEventStore(config));
+  const metrics = createMetrics();
+  const store = trackAppends(timedAppends(openEventStore(config), metrics));
   const readSide = await openReadStore(config);
   const hooks = readYourWrites({
     sessions: sharedSessionPositions(readSide.read, logger),
@@ -24,7 +26,6 @@ runService('command-api', async (config, logger) => {
     watermark: createWatermark(),
     lastAppended: store.lastAppended,
   });
-  const metrics = createMetrics();
   const service = await start({
     ...httpCommon(config, logger, store, readSide),
     metrics,

@@ -78,6 +78,8 @@ describe('e2e: the service process', function () {
       assert.ok(value('read_cache_entries{cache="job_answers"}') >= 1, metrics);
       assert.ok(value('read_cache_entries{cache="document_texts"}') >= 0, metrics);
       assert.ok(value('read_cache_lookups_total{cache="document_texts",result="miss"}') >= 1, metrics);
+      // The event store's appends as the processes saw them: the accept's, and the worker's (merged in).
+      assert.ok(value('event_store_append_seconds_count{outcome="ok"}') >= 5, metrics);
     } finally {
       svc.child.kill('SIGTERM');
       assert.equal(await svc.exited, 0, 'a graceful stop exits 0');

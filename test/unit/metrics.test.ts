@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import supertest from 'supertest';
 import type { Authenticate } from '../../lib/app/tenancy';
 import { AppError } from '../../lib/domain/errors';
 import { createApiApp } from '../../lib/http/app';
+import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
 import { createMetrics, type Metrics } from '../../lib/observability/metrics';
+import { timedAppends } from '../../lib/observability/wiring';
 
 // ---- test doubles -------------------------------------------------------------------------
 
@@ -140,6 +143,32 @@ describe('metrics: Prometheus registry per service', () => {
     stats = { refused: 9, drivesAtLimit: 0 };
     assert.equal(await value('job_admission_refusals_total'), '9', 'scraped twice, counted once');
     assert.equal(await value('job_admission_drives_at_limit'), '0');
+  });
+
+  it('times appends and appendInOrder sequences by outcome, and the store stays what it was', async () => {
+    const metrics = createMetrics();
+    const sqlite = createSqliteEventStore({ path: ':memory:' });
+    const store = timedAppends(sqlite, metrics);
+    const event = () => ({ id: randomUUID(), type: 'Noted', data: {}, metadata: { partition_key: 'p' } });
+    assert.equal((await store.append('s-1', [event()], 'no_stream')).ok, true);
+    assert.equal((await store.append('s-1', [event()], 'no_stream')).ok, false);
+    const inOrder = await store.appendInOrder!([
+      { streamId: 's-2', events: [event()], expected: 'no_stream' },
+      { streamId: 's-3', events: [event()], expected: 'no_stream' },
+    ]);
+    assert.deepEqual(
+      inOrder.map((r) => r.ok),
+      [true, true],
+    );
+    await assert.rejects(store.append('s-4', [], 'no_stream'));
+    const text = await metrics.registry.metrics();
+    assert.equal(sample(text, 'event_store_append_seconds_count{outcome="ok"}')?.split(' ')[1], '2');
+    assert.equal(sample(text, 'event_store_append_seconds_count{outcome="conflict"}')?.split(' ')[1], '1');
+    assert.equal(sample(text, 'event_store_append_seconds_count{outcome="error"}')?.split(' ')[1], '1');
+    // Everything else is the store's own: its SQLite methods too.
+    assert.equal((store as typeof sqlite).headPosition(), 3);
+    assert.equal((await store.readStream('s-1')).length, 1);
+    await store.close();
   });
 
   it('keeps each registry to itself: two services in one process do not share series', async () => {
