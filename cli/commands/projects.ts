@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { printFields, printJson, printTable } from '../lib/output';
+import { plainSnippet, printFields, printJson, printTable, stylesOnStdout } from '../lib/output';
 import { action, withJson } from '../lib/run';
 import { oneOf, positiveInt } from './options';
 
@@ -65,9 +65,17 @@ export function registerProjects(program: Command): void {
       action(async (ctx, query: string, opts: { type?: SearchType[]; limit?: number }) => {
         const found = await (await ctx.client()).search({ query, type: opts.type, limit: opts.limit });
         if (ctx.json) return printJson(found);
+        // Last, so that its terminal styles never upset the alignment.
+        const bold = stylesOnStdout();
         printTable(
-          ['TYPE', 'NAME', 'PROJECT', 'COMPOSITION'],
-          found.results.map((r) => [r.type, r.name ?? r.path ?? '', r.project_id ?? '', r.composition_id ?? '']),
+          ['TYPE', 'NAME', 'PROJECT', 'COMPOSITION', 'MATCH'],
+          found.results.map((r) => [
+            r.type,
+            r.name ?? r.path ?? '',
+            r.project_id ?? '',
+            r.composition_id ?? '',
+            r.snippet ? plainSnippet(r.snippet, bold) : '',
+          ]),
           'nothing found',
         );
       }),

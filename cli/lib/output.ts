@@ -26,6 +26,22 @@ export function printFields(fields: [string, string | number | boolean | undefin
   process.stdout.write(`${shown.map(([k, v]) => `${`${k}:`.padEnd(width + 1)} ${v}`).join('\n')}\n`);
 }
 
+const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'" };
+
+/**
+ * A search snippet (HTML-escaped text with each matched word in `<mark>`) for a terminal: the
+ * matches in bold where `bold` (stdout is a terminal and NO_COLOR is not set), else in [brackets].
+ */
+export function plainSnippet(snippet: string, bold: boolean): string {
+  const [open, close] = bold ? ['\x1b[1m', '\x1b[22m'] : ['[', ']'];
+  return snippet
+    .replace(/<mark>(.*?)<\/mark>/g, (_, word: string) => `${open}${word}${close}`)
+    .replace(/&(?:amp|lt|gt|quot|#39);/g, (entity) => ENTITIES[entity]);
+}
+
+/** Whether stdout may carry terminal styles (https://no-color.org). */
+export const stylesOnStdout = (): boolean => Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
+
 /** Progress and notes go to stderr, so stdout stays the command's answer. */
 export function note(text: string): void {
   process.stderr.write(`${text}\n`);

@@ -287,7 +287,7 @@ describe('e2e: the mps CLI against the running service', function () {
       { timeoutMs: 20_000, intervalMs: 250, what: 'the project to be found' },
     );
     assert.ok(hits.results.every((r) => r.type === 'project'));
-    assert.match(ok(await mps(['search', 'Launch'])).stdout, /^TYPE\s+NAME\s+PROJECT\s+COMPOSITION\nproject\s+Launch video\s+/);
+    assert.match(ok(await mps(['search', 'Launch'])).stdout, /^TYPE\s+NAME\s+PROJECT\s+COMPOSITION\s+MATCH\nproject\s+Launch video\s+/);
     const badType = await mps(['search', 'x', '--type', 'song']);
     assert.equal(badType.code, 1);
     assert.match(badType.stderr, /--type.*must be one of/);

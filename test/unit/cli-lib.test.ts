@@ -6,6 +6,7 @@ import { ApiError } from '../../sdk/client';
 import { configDir, loadSession, normalizeBaseUrl, removeSession, saveSession } from '../../cli/lib/config';
 import { CliError, describeFailure, Exit } from '../../cli/lib/exit';
 import { findRecord, identify, removeRecord, saveRecords } from '../../cli/lib/resume';
+import { plainSnippet } from '../../cli/lib/output';
 
 /** The CLI's helpers (cli/lib): its session, its exit codes and messages, its resume records. */
 describe('mps CLI helpers', () => {
@@ -79,5 +80,12 @@ describe('mps CLI helpers', () => {
     assert.equal(await findRecord((await identify(file)).key), undefined);
     await removeRecord(first.key);
     assert.equal(await findRecord(first.key), undefined);
+  });
+  it("shows a search snippet's matches in bold on a terminal, in brackets elsewhere, its text unescaped", () => {
+    const snippet = '… says &quot;<mark>launch</mark>&quot; &amp; <mark>LAUNCH</mark> &lt;b&gt; it&#39;s…';
+    assert.equal(plainSnippet(snippet, false), '… says "[launch]" & [LAUNCH] <b> it\'s…');
+    assert.equal(plainSnippet(snippet, true), '… says "\x1b[1mlaunch\x1b[22m" & \x1b[1mLAUNCH\x1b[22m <b> it\'s…');
+    // Escaped markup in the text itself is text, never a match.
+    assert.equal(plainSnippet('&lt;mark&gt;x&lt;/mark&gt;', false), '<mark>x</mark>');
   });
 });
