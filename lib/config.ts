@@ -35,6 +35,12 @@ const splitList = (input: string) =>
     .map((s) => s.trim())
     .filter(Boolean);
 const list = makeValidator<string[]>(splitList);
+/** Within what a Kafka broker accepts by default (group.min/max.session.timeout.ms: 6 s to 30 min). */
+const sessionTimeout = makeValidator<number>((input) => {
+  const seconds = parseDurationSeconds(input);
+  if (seconds < 6 || seconds > 1800) throw new Error(`"${input}" is not between 6s and 30m, what Kafka brokers accept by default`);
+  return seconds;
+});
 /**
  * A MongoDB connection string as the driver reads it: several hosts (`mongodb://a,b,c/db?replicaSet=rs0`)
  * and `mongodb+srv://` are fine, which a WHATWG URL check refuses. Building a client parses and
@@ -76,6 +82,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       KAFKA_BROKERS: list({ default: undefined }),
       KAFKA_TOPIC: str({ default: 'media-project-events' }),
       KAFKA_PARTITIONS: positiveInt({ default: 12 }),
+      // How long a consumer group waits for a member that stopped heartbeating (killed, frozen)
+      // before it gives the member's partitions to the others.
+      KAFKA_SESSION_TIMEOUT: sessionTimeout({ default: 30 }),
       MONGO_URL: mongoUrl({ default: undefined }),
       TRANSCRIBER: str({ choices: ['openai', 'pocketsphinx', 'none'], default: 'none' }),
       TRANSCRIBER_URL: url({ default: undefined }),
@@ -154,7 +163,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     baseUrl: (raw.BASE_URL ?? `http://localhost:${port_}/v1`).replace(/\/+$/, ''),
     webUrl: (raw.WEB_URL ?? `http://localhost:${port_}`).replace(/\/+$/, ''),
     esdbUrl: raw.ESDB_URL,
-    kafka: raw.KAFKA_BROKERS ? { brokers: raw.KAFKA_BROKERS, topic: raw.KAFKA_TOPIC, partitions: raw.KAFKA_PARTITIONS } : undefined,
+    kafka: raw.KAFKA_BROKERS
+      ? {
+          brokers: raw.KAFKA_BROKERS,
+          topic: raw.KAFKA_TOPIC,
+          partitions: raw.KAFKA_PARTITIONS,
+          sessionTimeoutMs: Math.round(raw.KAFKA_SESSION_TIMEOUT * 1000),
+        }
+      : undefined,
     mongoUrl: raw.MONGO_URL,
     transcriber: { kind: raw.TRANSCRIBER, url: raw.TRANSCRIBER_URL, apiKey: raw.TRANSCRIBER_API_KEY, model: raw.TRANSCRIBER_MODEL },
     agent: {

@@ -39,7 +39,7 @@ export async function kafkaEventLog(kafka: KafkaSettings, logger: Logger, deadLe
   const client = kafkaClient(kafka, logger);
   await ensureTopic(client, kafka.topic, kafka.partitions);
   const codec = createAvroCodec({ schemaDir: EVENT_SCHEMA_DIR });
-  return createKafkaEventLog({ kafka: client, topic: kafka.topic, codec, logger, deadLetters });
+  return createKafkaEventLog({ kafka: client, topic: kafka.topic, codec, logger, deadLetters, sessionTimeoutMs: kafka.sessionTimeoutMs });
 }
 
 export async function kafkaProducer(kafka: KafkaSettings, logger: Logger): Promise<LogProducer> {

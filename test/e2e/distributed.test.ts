@@ -53,6 +53,8 @@ describe('e2e: distributed mode, Kafka as the log', function () {
       OUTBOUND_ALLOWLIST: '127.0.0.1',
       WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s',
       RATE_LIMIT_PER_MINUTE: '100000',
+      // A member killed below is dropped from its group after this, not kafkajs's 30 s.
+      KAFKA_SESSION_TIMEOUT: '10s',
     };
     svc = await startService(env);
     assert.match(svc.output(), /"mode":"distributed"/);
@@ -201,9 +203,15 @@ describe('e2e: distributed mode, Kafka as the log', function () {
       );
       second.killAll('SIGKILL');
       await second.exited;
+      const killedAt = Date.now();
 
-      // Once the group's session timeout has dropped it (kafkajs: 30 s), its partitions move to the
-      // worker, which takes the job over when the lease it held runs out (at most 15 s).
+      // Once the group's session timeout has dropped it (KAFKA_SESSION_TIMEOUT, 10 s here), its
+      // partitions move to the worker, which takes the job over when the lease it held runs out
+      // (at most 15 s). With kafkajs's default of 30 s the takeover would come after 30 s.
+      await waitFor(async () => (await workersOf(victim)).length === 2, { timeoutMs: 60_000, what: 'the job taken over' });
+      const takenOverAfter = Date.now() - killedAt;
+      console.log(`      the killed member's job taken over ${takenOverAfter} ms after the kill`);
+      assert.ok(takenOverAfter < 28_000, `taken over ${takenOverAfter} ms after the kill`);
       const job = await waitForState(victim, 'stopped', 90_000);
       assert.equal(job.result.status, 'success', JSON.stringify(job.result));
       const workers = await workersOf(victim);

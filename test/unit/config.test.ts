@@ -137,4 +137,13 @@ describe('configuration from the environment', () => {
     assert.deepEqual(c.kafka?.brokers, ['a:9092', 'b:9092']);
     assert.deepEqual(c.outboundAllowlist, ['127.0.0.1', '10.0.0.0/8']);
   });
+
+  it("takes the consumer groups' session timeout as a duration within what brokers accept (30 s unless KAFKA_SESSION_TIMEOUT says)", () => {
+    assert.equal(loadConfig({ KAFKA_BROKERS: 'k:9092' }).kafka?.sessionTimeoutMs, 30_000);
+    assert.equal(loadConfig({ KAFKA_BROKERS: 'k:9092', KAFKA_SESSION_TIMEOUT: '10s' }).kafka?.sessionTimeoutMs, 10_000);
+    assert.equal(loadConfig({ KAFKA_BROKERS: 'k:9092', KAFKA_SESSION_TIMEOUT: '2m' }).kafka?.sessionTimeoutMs, 120_000);
+    for (const bad of ['5s', '31m', 'soon']) {
+      assert.throws(() => loadConfig({ KAFKA_BROKERS: 'k:9092', KAFKA_SESSION_TIMEOUT: bad }), /KAFKA_SESSION_TIMEOUT/, bad);
+    }
+  });
 });

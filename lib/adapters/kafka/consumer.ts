@@ -32,9 +32,17 @@ export type KafkaConsumerDeps = {
   readonly retryPollMs?: number;
   /** How often settled offsets are committed. */
   readonly commitIntervalMs?: number;
+  /** The group's wait for a silent member before its partitions move (kafkajs: 30 s). */
+  readonly sessionTimeoutMs?: number;
 };
 
 const RETRY_CAP_MS = 30_000;
+
+/** A session timeout and a heartbeat three times as often (Kafka's advice), kafkajs's 3 s at most. */
+const sessionTiming = (sessionTimeoutMs: number | undefined) =>
+  sessionTimeoutMs === undefined
+    ? {}
+    : { sessionTimeout: sessionTimeoutMs, heartbeatInterval: Math.min(3000, Math.floor(sessionTimeoutMs / 3)) };
 
 export async function subscribeKafka(
   deps: KafkaConsumerDeps,
@@ -45,7 +53,7 @@ export async function subscribeKafka(
   const abort = new AbortController();
   const link: GroupLink = { controls: null, rebalancing: false };
   const member = memberOf(deps, group, handler, options, abort.signal, link);
-  const consumer = deps.kafka.consumer({ groupId: group });
+  const consumer = deps.kafka.consumer({ groupId: group, ...sessionTiming(deps.sessionTimeoutMs) });
   const life = { running: true };
   onGroupEvents(consumer, deps.topic, link, member, (err) => {
     if (!life.running) return;
