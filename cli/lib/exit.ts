@@ -52,6 +52,12 @@ function describeApiError(err: ApiError): { code: ExitCode; message: string } {
   if (err.status === 401) return { code: Exit.refused, message: `the token was refused: ${err.message}; run mps login` };
   if (err.status === 403) return { code: Exit.refused, message: `not allowed: ${err.message}` };
   if (err.status === 404) return { code: Exit.refused, message: `not found: ${err.message}` };
+  if (err.status === 402) {
+    return {
+      code: Exit.refused,
+      message: `the drive's balance is too low: ${err.message}; its operator raises it (admin drive update --media-seconds N or --credits N)`,
+    };
+  }
   if (err.status === 429) {
     const after = err.retryAfter !== undefined ? ` (retry after ${err.retryAfter} s)` : '';
     return { code: Exit.refused, message: `too many requests${after}: ${err.message}` };

@@ -56,6 +56,10 @@ describe('mps CLI helpers', () => {
     const api = (status: number, error: string, state?: string) => describeFailure(new ApiError(status, error, 'why', state));
     assert.deepEqual(api(401, 'unauthorized'), { code: Exit.refused, message: 'the token was refused: why; run mps login' });
     assert.equal(api(404, 'not_found').code, 2);
+    assert.deepEqual(api(402, 'payment_required'), {
+      code: 2,
+      message: "the drive's balance is too low: why; its operator raises it (admin drive update --media-seconds N or --credits N)",
+    });
     assert.deepEqual(api(409, 'conflict', 'stopped'), { code: 2, message: 'the request was refused (409 conflict, state stopped): why' });
     assert.equal(api(500, 'internal_error').code, Exit.unavailable);
     assert.equal(api(503, 'unavailable').code, 4);
