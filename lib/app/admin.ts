@@ -135,11 +135,10 @@ export async function updateDrive(deps: AdminDeps, driveId: string, changes: Dri
   };
 }
 
-/** A drive, its settings and its balances as its streams say now (`admin drive show`). */
 /**
- * A drive's settings and balances; with the read store at hand (`jobs`), its unfinished jobs too
- * (what admission control counts against MAX_UNFINISHED_JOBS_PER_DRIVE), and the balance read
- * from its snapshot.
+ * A drive, its settings and its balances as its streams say now (`admin drive show`); with the
+ * read store at hand (`jobs`), its unfinished jobs too (what admission control counts against
+ * MAX_UNFINISHED_JOBS_PER_DRIVE), and the balance read from its snapshot.
  */
 export async function showDrive(deps: AdminDeps & { snapshots?: SnapshotStore; jobs?: Pick<ReadQueries, 'count'> }, driveId: string) {
   const { state } = await loadState(deps.store, streams.drive(driveId), driveDecider);
