@@ -285,6 +285,17 @@ export function describeSearchIndexContract(
         assert.deepEqual(await found('renamed', { types: ['video'] }), ['media:a1']);
         assert.deepEqual((await search('clip'))[0].entry.updated_at, T(5));
       });
+      it('keeps the words and the transcript of an entry upserted again with a new date only', async () => {
+        await index.upsert([
+          { ...byId.get('media:a1')!, updated_at: T(9) },
+          { ...byId.get('project:summer')!, updated_at: T(8) },
+        ]);
+        assert.deepEqual(await found('lazy dog'), ['media:a1']);
+        assert.deepEqual(await found('summer interview'), ['project:summer']);
+        assert.equal((await search('street-recording'))[0].entry.updated_at, T(9));
+        assert.equal((await search('summer interview'))[0].entry.updated_at, T(8));
+        assert.match((await search('harbour', { match: ['content'] }))[0].snippet ?? '', /<mark>harbour<\/mark>/);
+      });
       it('moves an entry to another drive when its drive changes', async () => {
         await index.upsert([{ ...byId.get('project:cafe')!, drive_id: D2 }]);
         assert.deepEqual(await found('cafe'), []);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { MongoClient } from 'mongodb';
 import { createSqliteSearchIndex } from '../../lib/adapters/embedded/search-index';
 import { createMongoSearchIndex } from '../../lib/adapters/mongodb/search-index';
@@ -64,6 +65,32 @@ describe('SearchIndex: embedded specifics', function () {
     }
   });
 
+  it("rewrites an entry's words only when its name, drive or transcript changed", async () => {
+    const path = join(dir, 'search.sqlite');
+    const index = createSqliteSearchIndex({ path });
+    const words = new Database(path, { readonly: true });
+    // The FTS index's own pages: any delete or insert of words adds to them.
+    const ftsData = () => words.prepare('SELECT group_concat(hex(block)) AS d FROM search_fts_data').get() as { d: string };
+    try {
+      const drive = '6f1c2a9e-0d4b-4c55-9a43-1b2c3d4e5f60';
+      const clip = { id: 'media:a', drive_id: drive, kind: 'media', name: 'street.wav', updated_at: '2024-01-01T00:00:00.000Z' } as const;
+      await index.upsert([{ ...clip, content: 'the quick brown fox' }]);
+      const before = ftsData();
+      await index.upsert([{ ...clip, content: 'the quick brown fox', updated_at: '2024-01-02T00:00:00.000Z' }]);
+      assert.equal(ftsData().d, before.d, 'a new date alone left the words as they were');
+      const hit = (await index.search({ drive_id: drive, text: 'fox', sort: 'relevance', limit: 10 }))[0];
+      assert.equal(hit.entry.updated_at, '2024-01-02T00:00:00.000Z');
+      for (const changed of [{ content: 'a slow red fox' }, { name: 'renamed.wav', content: 'a slow red fox' }, {}]) {
+        const was = ftsData().d;
+        await index.upsert([{ ...clip, ...changed }]);
+        assert.notEqual(ftsData().d, was, JSON.stringify(changed));
+      }
+      assert.deepEqual(await index.search({ drive_id: drive, text: 'fox', sort: 'relevance', limit: 10 }), []);
+    } finally {
+      words.close();
+      await index.close();
+    }
+  });
   it('answers a full disk with a retriable unavailable that names no path', async () => {
     const path = join(dir, 'search.sqlite');
     const index = createSqliteSearchIndex({ path, maxPageCount: 40 });

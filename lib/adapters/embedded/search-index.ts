@@ -111,6 +111,7 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sqli
     ]),
   );
   const selectSeq = db.prepare<[string], { seq: number }>('SELECT seq FROM search_entries WHERE id = ?');
+  const selectStored = db.prepare<[string], { seq: number; entry: string }>('SELECT seq, entry FROM search_entries WHERE id = ?');
   const selectContent = db.prepare<[number], { content: string }>('SELECT content FROM search_content WHERE seq = ?');
   const insertEntry = db.prepare<[string, string, string, string, string, string]>(
     'INSERT INTO search_entries (id, drive_id, type, updated_at, name_key, entry) VALUES (?, ?, ?, ?, ?, ?)',
@@ -126,16 +127,30 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sqli
   const deleteContent = db.prepare<[number]>('DELETE FROM search_content WHERE seq = ?');
   const deleteEntry = db.prepare<[number]>('DELETE FROM search_entries WHERE seq = ?');
 
+  /**
+   * The words of an entry (its drive's scope token, its name, its transcript) are rewritten in
+   * the FTS index only when one of them changed. The projector upserts a project's entry again on
+   * each of its events, mostly for a new `updated_at`: the words' delete and insert were most of
+   * the search index's share of an import.
+   */
+  const wordsUnchanged = (seq: number, stored: string, entry: SearchEntry): boolean => {
+    const before = JSON.parse(stored) as Pick<SearchEntry, 'drive_id' | 'name'>;
+    return before.drive_id === entry.drive_id && before.name === entry.name && selectContent.get(seq)?.content === entry.content;
+  };
   const upsertOne = (entry: SearchEntry) => {
     const { content, ...stored } = entry;
-    const columns = [entry.drive_id, typeOf(entry), entry.updated_at, nameKey(entry.name), JSON.stringify(stored)] as const;
-    const found = selectSeq.get(entry.id);
+    const json = JSON.stringify(stored);
+    const columns = [entry.drive_id, typeOf(entry), entry.updated_at, nameKey(entry.name), json] as const;
+    const found = selectStored.get(entry.id);
     let seq: number;
     if (found) {
       seq = found.seq;
+      const same = wordsUnchanged(seq, found.entry, entry);
+      if (same && found.entry === json) return;
+      updateEntry.run(...columns, seq);
+      if (same) return;
       deleteWords.run(seq);
       deleteContent.run(seq);
-      updateEntry.run(...columns, seq);
     } else {
       seq = Number(insertEntry.run(entry.id, ...columns).lastInsertRowid);
     }
