@@ -10,6 +10,12 @@ import { promisify } from 'node:util';
  */
 
 export const ROOT = join(__dirname, '..');
+/**
+ * Where the built services and the admin CLI are taken from: this checkout, or another one's
+ * (`BENCH_SERVICE_TREE`, a path to a built checkout) to compare two versions of the service
+ * under the same bench, baselines and load generator.
+ */
+const SERVICE_ROOT = process.env.BENCH_SERVICE_TREE ?? ROOT;
 const exec = promisify(execFile);
 const children = new Set<ChildProcess>();
 
@@ -35,8 +41,8 @@ export async function build(): Promise<void> {
 
 /** `node dist/bin/admin.js …` against `DATA_DIR`; returns its JSON output. */
 export async function admin(env: NodeJS.ProcessEnv, ...args: string[]): Promise<Record<string, string>> {
-  const { stdout } = await exec(process.execPath, [join(ROOT, 'dist', 'bin', 'admin.js'), ...args], {
-    cwd: ROOT,
+  const { stdout } = await exec(process.execPath, [join(SERVICE_ROOT, 'dist', 'bin', 'admin.js'), ...args], {
+    cwd: SERVICE_ROOT,
     env: { ...process.env, ...env },
   });
   return JSON.parse(stdout);
@@ -81,8 +87,8 @@ export async function startBaseline(env: NodeJS.ProcessEnv = {}): Promise<Starte
 export async function startService(name: string, env: NodeJS.ProcessEnv, logFile: string, nodeFlags: string[] = []): Promise<Started> {
   const port = await freePort();
   const log = openSync(logFile, 'a');
-  const child = spawn(process.execPath, [...nodeFlags, join(ROOT, 'dist', 'services', name, 'main.js')], {
-    cwd: ROOT,
+  const child = spawn(process.execPath, [...nodeFlags, join(SERVICE_ROOT, 'dist', 'services', name, 'main.js')], {
+    cwd: SERVICE_ROOT,
     env: { ...process.env, ...env, PORT: String(port) },
     stdio: ['ignore', log, log],
   });

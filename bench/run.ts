@@ -630,7 +630,8 @@ async function main() {
     if (runs('m')) await jobEvents();
   } finally {
     for (const s of started.reverse()) await stop(s);
-    rmSync(dataDir, { recursive: true, force: true });
+    if (process.env.BENCH_KEEP_DATA) console.log(`\nkept the bench's data in ${dataDir} (BENCH_KEEP_DATA)`);
+    else rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
