@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { resolveFfmpegPaths } from '../lib/adapters/ffmpeg/binaries';
 import { compare, type LoadResult } from './load';
-import { admin, freePort, ROOT, startBaseline, stop, type Started } from './processes';
+import { admin, freePort, SERVICE_ROOT, startBaseline, stop, type Started } from './processes';
 
 /**
  * (f) The engine as users run it: `npm start` (dist/bin/serve.js: the APIs, and the worker with
@@ -375,8 +375,8 @@ async function startChild(name: string, args: string[]): Promise<Started> {
 export async function startServe(env: Record<string, string>, logFile: string): Promise<Started> {
   const port = await freePort();
   const log = openSync(logFile, 'a');
-  const child = spawn(process.execPath, [join(ROOT, 'dist', 'bin', 'serve.js')], {
-    cwd: ROOT,
+  const child = spawn(process.execPath, [join(SERVICE_ROOT, 'dist', 'bin', 'serve.js')], {
+    cwd: SERVICE_ROOT,
     env: { ...process.env, ...env, PORT: String(port) },
     stdio: ['ignore', log, log],
   });

@@ -15,7 +15,7 @@ export const ROOT = join(__dirname, '..');
  * (`BENCH_SERVICE_TREE`, a path to a built checkout) to compare two versions of the service
  * under the same bench, baselines and load generator.
  */
-const SERVICE_ROOT = process.env.BENCH_SERVICE_TREE ?? ROOT;
+export const SERVICE_ROOT = process.env.BENCH_SERVICE_TREE ?? ROOT;
 const exec = promisify(execFile);
 const children = new Set<ChildProcess>();
 
