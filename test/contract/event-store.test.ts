@@ -46,6 +46,29 @@ describeEventStoreContract(
   { before: skipUnless('ESDB_URL') },
 );
 
+describe('embedded EventStore: the time an event carries', () => {
+  it('is when its batch was written, not when the append was asked (as EventStoreDB stamps on its server)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'es-'));
+    const store = createSqliteEventStore({ path: join(dir, 'events.sqlite') });
+    try {
+      const asked = Date.now();
+      const appending = store.append(
+        'time-1',
+        [{ id: randomUUID(), type: 'T', data: {}, metadata: { partition_key: 'time-1' } }],
+        'no_stream',
+      );
+      // The batch goes to the writer at the end of this turn: hold the turn for 60 ms, as a busy process would.
+      while (Date.now() - asked < 60);
+      assert.equal((await appending).ok, true);
+      const [event] = await store.readStream('time-1');
+      assert.ok(Date.parse(event.createdAt) - asked >= 60, `${event.createdAt} is at least 60 ms after ${new Date(asked).toISOString()}`);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('embedded EventStore: the same file from another process', () => {
   it('sees an append made by another process within a second, and keeps it after reopening', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'es-'));

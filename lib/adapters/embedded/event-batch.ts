@@ -7,11 +7,14 @@ import type { AppendResult, ExpectedRevision } from '../../ports/event-store';
  * in-memory store), so everything it takes and returns is plain data that crosses threads.
  */
 
-/** An append as the writer gets it: payloads already serialized, so it is a snapshot of what was asked. */
+/**
+ * An append as the writer gets it: payloads already serialized, so it is a snapshot of what was
+ * asked. It carries no time: the writer stamps each event with the time its batch is written
+ * (`createdAt`, see `createBatchCommitter`).
+ */
 export type AppendRequest = {
   readonly streamId: string;
   readonly expected: ExpectedRevision;
-  readonly createdAt: string;
   readonly events: readonly { readonly id: string; readonly type: string; readonly data: string; readonly metadata: string }[];
   /** Part of an `appendInOrder` sequence: made only when the request just before it in the batch was appended. */
   readonly afterPrevious?: true;
@@ -64,8 +67,13 @@ export function createBatchCommitter(db: Database.Database): (batch: readonly Ap
 
   // Each append checks its expected revision against the stream as the batch has left it so
   // far: of two appends expecting the same revision, the second sees the first's events.
+  // The time of the batch being written, which its events carry (`createdAt`): when they were
+  // appended, as EventStoreDB stamps its events on its server, not when a process asked. An append
+  // waits for the commit in flight before its own; stamped when asked, that wait counted as
+  // projection lag (the projection_lag_seconds histogram measures from `createdAt`).
+  let createdAt = '';
   const appendOne = (request: AppendRequest): AppendResult => {
-    const { streamId, expected, events, createdAt } = request;
+    const { streamId, expected, events } = request;
     const current = lastRevision.get(streamId)?.r ?? null;
     const actual = current === null ? ('no_stream' as const) : current;
     const matches = expected === 'any' || (expected === 'no_stream' ? current === null : current === expected);
@@ -84,6 +92,7 @@ export function createBatchCommitter(db: Database.Database): (batch: readonly Ap
 
   const appended = (o: AppendOutcome | undefined) => o !== undefined && 'result' in o && o.result.ok;
   const commit = db.transaction((batch: readonly AppendRequest[]): AppendOutcome[] => {
+    createdAt = new Date().toISOString();
     const outcomes: AppendOutcome[] = [];
     for (const request of batch) {
       if (request.afterPrevious && !appended(outcomes[outcomes.length - 1])) {

@@ -90,7 +90,6 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): Sqlite
     return commits.submit({
       streamId,
       expected,
-      createdAt: now().toISOString(),
       events: events.map((e) => ({ id: e.id, type: e.type, data: JSON.stringify(e.data), metadata: JSON.stringify(e.metadata) })),
       ...(afterPrevious ? { afterPrevious: true as const } : {}),
     });
