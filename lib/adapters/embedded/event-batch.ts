@@ -65,13 +65,13 @@ export function createBatchCommitter(db: Database.Database): (batch: readonly Ap
   const lastRevision = db.prepare<[string], { r: number | null }>('SELECT MAX(revision) AS r FROM events WHERE stream_id = ?');
   const insert = db.prepare('INSERT INTO events (id, stream_id, revision, type, data, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
 
-  // Each append checks its expected revision against the stream as the batch has left it so
-  // far: of two appends expecting the same revision, the second sees the first's events.
   // The time of the batch being written, which its events carry (`createdAt`): when they were
   // appended, as EventStoreDB stamps its events on its server, not when a process asked. An append
   // waits for the commit in flight before its own; stamped when asked, that wait counted as
   // projection lag (the projection_lag_seconds histogram measures from `createdAt`).
   let createdAt = '';
+  // Each append checks its expected revision against the stream as the batch has left it so
+  // far: of two appends expecting the same revision, the second sees the first's events.
   const appendOne = (request: AppendRequest): AppendResult => {
     const { streamId, expected, events } = request;
     const current = lastRevision.get(streamId)?.r ?? null;

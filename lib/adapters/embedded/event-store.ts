@@ -41,6 +41,7 @@ export interface SqliteEventStore extends EventStore {
 export type SqliteEventStoreOptions = {
   path: string;
   pollIntervalMs?: number;
+  /** The clock of the readiness probe's writes. Events carry the writer's time (event-batch.ts). */
   now?: () => Date;
   /** Opens the file read-only: tools that only read, and tests of a store that cannot be written. */
   readonly?: boolean;
