@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { ROOT } from './processes';
+import { SERVICE_ROOT } from './processes';
 
 /**
  * Reads a V8 `.cpuprofile` (from `node --cpu-prof`) and says where the time went, in the two
@@ -26,10 +26,10 @@ function area(node: Node): string {
   return ourFile(url) ?? url;
 }
 
-/** `dist/lib/http/middleware.js` → `lib/http/middleware`; null for anything not ours. */
+/** `dist/lib/http/middleware.js` → `lib/http/middleware` (of the checkout the services ran from); null for anything not ours. */
 function ourFile(url: string): string | null {
   const path = url.replace(/^file:\/\//, '');
-  const rel = relative(join(ROOT, 'dist'), path);
+  const rel = relative(join(SERVICE_ROOT, 'dist'), path);
   return rel.startsWith('..') || rel.startsWith('/') ? null : rel.replace(/\.js$/, '');
 }
 

@@ -110,7 +110,6 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sqli
       db.prepare<[Params], { seq: number; entry: string }>(searchSql(sort)),
     ]),
   );
-  const selectSeq = db.prepare<[string], { seq: number }>('SELECT seq FROM search_entries WHERE id = ?');
   const selectStored = db.prepare<[string], { seq: number; entry: string }>('SELECT seq, entry FROM search_entries WHERE id = ?');
   const selectContent = db.prepare<[number], { content: string }>('SELECT content FROM search_content WHERE seq = ?');
   const insertEntry = db.prepare<[string, string, string, string, string, string]>(
@@ -158,7 +157,7 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sqli
     if (content) insertContent.run(seq, content);
   };
   const removeOne = (id: string) => {
-    const found = selectSeq.get(id);
+    const found = selectStored.get(id);
     if (!found) return;
     for (const statement of [deleteWords, deleteContent, deleteEntry]) statement.run(found.seq);
   };
