@@ -60,6 +60,25 @@ export async function projectEvent(
 
 export const secondsSince = (iso: string) => Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
 
+/** A model's share of some events: each document's events in order, and the facts' events by id. */
+function byDocument(model: ReadModel, events: readonly StoredEvent[]) {
+  const streams = new Map<string, StoredEvent[]>();
+  const facts: [id: string, event: StoredEvent][] = [];
+  for (const e of events) {
+    if (!model.handles.has(e.type)) continue;
+    const id = model.docId(e);
+    if (id === null) continue;
+    if (model.kind === 'fact') {
+      facts.push([id, e]);
+      continue;
+    }
+    const list = streams.get(id);
+    if (list) list.push(e);
+    else streams.set(id, [e]);
+  }
+  return { streams, facts };
+}
+
 /**
  * Projects a page of `$all` (replay): each document's events are folded and written once, and
  * the page's facts written together. Facts' totals are not kept here: `rebuildModels` settles
@@ -67,28 +86,42 @@ export const secondsSince = (iso: string) => Math.max(0, (Date.now() - Date.pars
  */
 export async function projectPage(deps: Deps, models: readonly ReadModel[], events: readonly StoredEvent[]): Promise<void> {
   for (const model of models) {
-    const byId = new Map<string, StoredEvent[]>();
-    const facts = new Map<string, Doc>();
-    for (const e of events) {
-      if (!model.handles.has(e.type)) continue;
-      const id = model.docId(e);
-      if (id === null) continue;
-      if (model.kind === 'fact') {
-        const fact = facts.has(id) ? null : factOf(model, id, e);
-        if (fact) facts.set(id, fact);
-        continue;
-      }
-      const list = byId.get(id);
-      if (list) list.push(e);
-      else byId.set(id, [e]);
+    const { streams, facts } = byDocument(model, events);
+    const firsts = new Map<string, Doc>();
+    for (const [id, e] of facts) {
+      const fact = firsts.has(id) ? null : factOf(model, id, e);
+      if (fact) firsts.set(id, fact);
     }
     // `stale` outcomes: facts already there (a live projector beside the replay wrote them).
-    if (facts.size > 0)
+    if (firsts.size > 0)
       await deps.read.putMany(
         model.name,
-        [...facts.values()].map((doc) => ({ doc, expectedRev: null })),
+        [...firsts.values()].map((doc) => ({ doc, expectedRev: null })),
       );
-    if (byId.size > 0) await applyToDocuments(deps, model.name, byId, model.evolve);
+    if (streams.size > 0) await applyToDocuments(deps, model.name, streams, model.evolve);
+  }
+}
+
+/**
+ * Applies events delivered together (what the projector was handed in one turn) to every model
+ * that reads them: the same documents as `projectEvent` one event after the other, but each
+ * document is read once and its events folded, and a model's documents are written in one
+ * `putMany` (one transaction on SQLite, where a write alone is a commit of its own). Facts are
+ * written one by one, their totals kept, as `projectEvent` writes them. `observeLag` is told, per
+ * model and event, once the model's documents are written.
+ */
+export async function projectBatch(
+  deps: Deps & { observeLag?: (model: string, seconds: number) => void },
+  models: readonly ReadModel[],
+  events: readonly StoredEvent[],
+): Promise<void> {
+  for (const model of models) {
+    const { streams, facts } = byDocument(model, events);
+    for (const [id, e] of facts) await writeFact(deps.read, model, id, e);
+    if (streams.size > 0) await applyToDocuments(deps, model.name, streams, model.evolve);
+    if (!deps.observeLag) continue;
+    for (const [, e] of facts) deps.observeLag(model.name, secondsSince(e.createdAt));
+    for (const list of streams.values()) for (const e of list) deps.observeLag(model.name, secondsSince(e.createdAt));
   }
 }
 

@@ -2,10 +2,12 @@ import type { Logger } from 'pino';
 import type { EventLog, LogSubscription } from '../../lib/ports/event-log';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { ReadStore } from '../../lib/ports/read-store';
-import { prepareModels, projectEvent, PROJECTIONS_GROUP, secondsSince, staleModels } from '../../lib/app/read-models';
+import { prepareModels, projectBatch, projectEvent, PROJECTIONS_GROUP, secondsSince, staleModels } from '../../lib/app/read-models';
+import { turnBatches } from '../../lib/app/turn-batch';
+import type { StoredEvent } from '../../lib/ports/event-store';
 import { READ_MODELS } from './read-models';
 import { replayReadModels, SEARCH } from './replay';
-import { indexEvent } from './search-indexer';
+import { indexEvent, indexPage } from './search-indexer';
 import type { BlobStore } from '../../lib/ports/blob-store';
 import type { SearchIndex } from '../../lib/ports/search-index';
 
@@ -26,22 +28,50 @@ export type ProjectorDeps = {
   observeLag?: (model: string, seconds: number) => void;
 };
 
+/**
+ * Events are projected in batches: each is taken on at once (`settled` later), so the log hands
+ * over everything it has read, and what arrived in one turn of the event loop is applied together
+ * (`projectBatch`, one transaction per model and one for the search index, where each write
+ * alone was a commit of its own). The busier the log, the larger the batch and the cheaper each
+ * event. The log commits past an event, and the watermark readers wait on moves past it, only
+ * once its batch is written. A batch that fails is applied event by event, so a poison event
+ * fails alone (retried, then dead-lettered) and its neighbours are done.
+ */
 export async function startProjector(deps: ProjectorDeps): Promise<LogSubscription> {
   await prepareModels(deps.read, READ_MODELS);
   const logger = deps.logger.child({ component: 'projector' });
   await rebuildStale(deps, logger);
+  const project = turnBatches<StoredEvent>(
+    (events) => projectTogether(deps, events),
+    (event) => projectAlone(deps, event),
+  );
   return deps.log.subscribe(
     PROJECTIONS_GROUP,
     async (event) => {
-      await projectEvent(deps, READ_MODELS, event);
-      if (deps.search) {
-        await indexEvent({ read: deps.read, search: deps.search.index, blobs: deps.search.blobs }, event);
-        deps.observeLag?.(SEARCH.name, secondsSince(event.createdAt));
-      }
-      logger.debug({ event_id: event.id, type: event.type, stream: event.streamId }, 'projected');
+      const settled = project(event);
+      if (logger.isLevelEnabled('debug'))
+        void settled.then(
+          () => logger.debug({ event_id: event.id, type: event.type, stream: event.streamId }, 'projected'),
+          () => undefined,
+        );
+      return { settled };
     },
     { concurrency: deps.concurrency ?? 4, onFatal: deps.onFatal },
   );
+}
+
+async function projectTogether(deps: ProjectorDeps, events: readonly StoredEvent[]): Promise<void> {
+  await projectBatch(deps, READ_MODELS, events);
+  if (!deps.search) return;
+  await indexPage({ read: deps.read, search: deps.search.index, blobs: deps.search.blobs }, events);
+  for (const event of events) deps.observeLag?.(SEARCH.name, secondsSince(event.createdAt));
+}
+
+async function projectAlone(deps: ProjectorDeps, event: StoredEvent): Promise<void> {
+  await projectEvent(deps, READ_MODELS, event);
+  if (!deps.search) return;
+  await indexEvent({ read: deps.read, search: deps.search.index, blobs: deps.search.blobs }, event);
+  deps.observeLag?.(SEARCH.name, secondsSince(event.createdAt));
 }
 
 /**

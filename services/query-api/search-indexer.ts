@@ -31,12 +31,17 @@ export async function indexEvent(deps: IndexerDeps, event: StoredEvent): Promise
   if (removed.length > 0) await deps.search.remove(removed);
 }
 
-/** A page of `$all` (replay): the entries the page touches, each written once, in one upsert. */
+/**
+ * Events applied together (a page of `$all` in replay, a batch of the projector): the entries
+ * they touch, each written once, in one upsert. The same entries as `indexEvent` one after the
+ * other, since entries are written from the documents as they are now.
+ */
 export async function indexPage(deps: IndexerDeps, events: readonly StoredEvent[]): Promise<void> {
   const latest = new Map<string, StoredEvent>();
-  // The last event of each thing in the page (a media file, a composition, else the stream's type):
-  // entries are written from the documents, so one is enough, and a transcript is read once.
-  for (const e of events) latest.set(`${e.streamId}\n${String(e.data.ref ?? e.data.composition_id ?? e.type)}`, e);
+  // The last event of each type for each thing (a media file, a composition, else the stream):
+  // an entry depends on the event's type and thing and on the documents, so one is enough, and
+  // a transcript is read once.
+  for (const e of events) latest.set(`${e.streamId}\n${e.type}\n${String(e.data.ref ?? e.data.composition_id ?? '')}`, e);
   const entries = new Map<string, SearchEntry>();
   const removed: string[] = [];
   for (const e of latest.values()) {

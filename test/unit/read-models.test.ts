@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
 import { createSqliteReadStore } from '../../lib/adapters/embedded/read-store';
-import { markBuilt, projectEvent, projectPage, staleModels, type ReadModel } from '../../lib/app/read-models';
-import type { StoredEvent } from '../../lib/ports/event-store';
+import { markBuilt, projectBatch, projectEvent, projectPage, staleModels, type ReadModel } from '../../lib/app/read-models';
+import type { EventStore, StoredEvent } from '../../lib/ports/event-store';
+import type { ReadStore } from '../../lib/ports/read-store';
 import { READ_MODELS } from '../../services/query-api/read-models';
 import { isDeletedComposition } from '../../lib/read-models/compositions';
 
@@ -191,17 +192,34 @@ const SCENARIOS: Record<string, StoredEvent[]> = {
   ]),
 };
 
-async function documentsAfter(model: ReadModel, deliveries: StoredEvent[]) {
+/**
+ * The model's documents after `project` ran on an empty store, and its totals' (if it keeps any)
+ * unless told: replay's pages leave totals to be settled at the end.
+ */
+async function documentsMadeBy(
+  model: ReadModel,
+  project: (deps: { read: ReadStore; store: EventStore }) => Promise<void>,
+  { totals = true } = {},
+) {
   const read = createSqliteReadStore({ path: ':memory:' });
   const store = createSqliteEventStore({ path: ':memory:' });
   try {
-    for (const e of deliveries) await projectEvent({ read, store }, [model], e);
-    return (await read.find(model.name, {})).map(({ _rev, ...doc }) => doc);
+    await project({ read, store });
+    const docs = (await read.find(model.name, {})).map(({ _rev, ...doc }) => doc);
+    return model.total && totals ? [...docs, ...(await read.find(model.total.collection, {}))] : docs;
   } finally {
     await read.close();
     await store.close();
   }
 }
+
+/** The documents `deliveries` make delivered one by one, as the projector's lone path applies them. */
+const documentsAfter = (model: ReadModel, deliveries: StoredEvent[], options?: { totals?: boolean }) =>
+  documentsMadeBy(
+    model,
+    (deps) => deliveries.reduce((done, e) => done.then(() => projectEvent(deps, [model], e)), Promise.resolve()),
+    options,
+  );
 
 describe('read models', () => {
   it('each has a scenario here (a new model needs one)', () => {
@@ -222,13 +240,35 @@ describe('read models', () => {
         assert.deepEqual(twice, once);
         assert.deepEqual(replayed, once);
       });
+      it('makes the same documents, totals and lag reports from batches (the projector) as from single events', async () => {
+        const single = await documentsAfter(model, events);
+        assert.ok(single.length > 0, 'the scenario makes documents');
+        // The whole scenario in one batch; and split in two, the second batch with a duplicate of the first's last event.
+        const reported: string[] = [];
+        const whole = await documentsMadeBy(model, (deps) =>
+          projectBatch({ ...deps, observeLag: (name, seconds) => reported.push(`${name} ${seconds >= 0}`) }, [model], events),
+        );
+        assert.deepEqual(whole, single);
+        assert.deepEqual(
+          reported,
+          events.map(() => `${model.name} true`),
+          'one report per event the model read',
+        );
+        const half = Math.ceil(events.length / 2);
+        const split = await documentsMadeBy(model, async (deps) => {
+          await projectBatch(deps, [model], events.slice(0, half));
+          await projectBatch(deps, [model], events.slice(half - 1));
+        });
+        assert.deepEqual(split, single);
+      });
+
       it('makes the same documents from a page (replay) as from single events', async () => {
         const read = createSqliteReadStore({ path: ':memory:' });
         const store = createSqliteEventStore({ path: ':memory:' });
         try {
           await projectPage({ read, store }, [model], events);
           const paged = (await read.find(model.name, {})).map(({ _rev, ...doc }) => doc);
-          assert.deepEqual(paged, await documentsAfter(model, events));
+          assert.deepEqual(paged, await documentsAfter(model, events, { totals: false }));
         } finally {
           await read.close();
           await store.close();
