@@ -1,7 +1,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import { resolveFfmpegPaths } from '../lib/adapters/ffmpeg/binaries';
 import { compare, type LoadResult } from './load';
@@ -37,6 +37,7 @@ export type EngineFigures = {
     rounds: number;
     perSecond: number;
     cpuPerImport: number;
+    cpuPerImportByProcess: Record<string, number>;
     /** The first `count` imports of the fresh service. */
     cold: { perSecond: number; cpuPerImport: number };
     ffprobePerSecond: number;
@@ -188,14 +189,15 @@ async function importsPerSecond(
   /** `n` imports of a new drive at once, from the first POST to the last `stopped_at`, and the service's CPU. */
   const burst = async (n: number, name: string) => {
     const a = api((await admin(env, 'drive', 'create', '--name', name)).token);
-    const cpu0 = treeCpuSeconds(servePid);
+    const cpu0 = treeCpuByProcess(servePid);
     const t0 = Date.now();
     const jobs = await Promise.all(
       Array.from({ length: n }, async (_, i) => (await a.post('/jobs/import/project_media', body(`${name} ${i}`))).job_id as string),
     );
     const done = await inTurn(a, jobs);
     const last = Math.max(...done.map((j) => Date.parse(j.stopped_at ?? '')));
-    return { seconds: (last - t0) / 1000, cpu: treeCpuSeconds(servePid) - cpu0 };
+    const byProcess = new Map([...treeCpuByProcess(servePid)].map(([p, cpu]) => [p, cpu - (cpu0.get(p) ?? 0)]));
+    return { seconds: (last - t0) / 1000, cpu: [...byProcess.values()].reduce((x, y) => x + y, 0), byProcess };
   };
   const ffprobe = resolveFfmpegPaths().ffprobe;
   /** `n` runs of ffprobe on the file, two at a time, and their CPU. */
@@ -217,8 +219,10 @@ async function importsPerSecond(
   await burst(num('BENCH_IMPORT_WARMUP', 600), 'Warm-up');
   const warm = { seconds: 0, cpu: 0 };
   const probed = { seconds: 0, cpu: 0 };
+  const byProcess = new Map<string, number>();
   for (let round = 0; round < rounds; round++) {
     const b = await burst(count, `Imports ${round}`);
+    for (const [p, cpu] of b.byProcess) byProcess.set(p, (byProcess.get(p) ?? 0) + cpu);
     const p = await probes(count);
     for (const [into, from] of [
       [warm, b],
@@ -234,6 +238,8 @@ async function importsPerSecond(
     rounds,
     perSecond: total / warm.seconds,
     cpuPerImport: warm.cpu / total,
+    /** By process (see `treeCpuByProcess`), those that used any. */
+    cpuPerImportByProcess: Object.fromEntries([...byProcess].filter(([, cpu]) => cpu > 0).map(([p, cpu]) => [p, cpu / total])),
     cold: { perSecond: count / cold.seconds, cpuPerImport: cold.cpu / count },
     ffprobePerSecond: total / probed.seconds,
     ffprobeCpu: probed.cpu / total,
@@ -242,24 +248,46 @@ async function importsPerSecond(
 
 const TICKS = 100; // USER_HZ on Linux
 
-/** CPU seconds of a process and every live descendant, each with what its reaped children used. */
-function treeCpuSeconds(root: number): number {
-  const stats = new Map<number, { ppid: number; ticks: number }>();
+/**
+ * CPU seconds of a process and every live descendant, each with what its reaped children used,
+ * by process: `serve` (the root), its workers by role (`projector`, `jobs`: the last
+ * argument `bin/serve.ts` starts them with), anything else by program name; what a process's
+ * reaped children used (the jobs worker's ffprobe runs) under `<name> children`.
+ */
+function treeCpuByProcess(root: number): Map<string, number> {
+  const stats = new Map<number, { ppid: number; own: number; reaped: number }>();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
       const text = readFileSync(`/proc/${name}/stat`, 'utf8');
       const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
       // After the name: state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14)
-      stats.set(Number(name), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]) });
+      stats.set(Number(name), { ppid: Number(f[1]), own: Number(f[11]) + Number(f[12]), reaped: Number(f[13]) + Number(f[14]) });
     } catch {
       // the process ended meanwhile
     }
   }
-  let total = 0;
   const inTree = (pid: number): boolean => pid === root || (pid > 1 && stats.has(pid) && inTree(stats.get(pid)!.ppid));
-  for (const [pid, s] of stats) if (inTree(pid)) total += s.ticks;
-  return total / TICKS;
+  const byName = new Map<string, number>();
+  const add = (name: string, ticks: number) => byName.set(name, (byName.get(name) ?? 0) + ticks / TICKS);
+  for (const [pid, s] of stats) {
+    if (!inTree(pid)) continue;
+    const name = pid === root ? 'serve' : processName(pid);
+    add(name, s.own);
+    add(`${name} children`, s.reaped);
+  }
+  return byName;
+}
+
+function processName(pid: number): string {
+  try {
+    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    const last = args[args.length - 1] ?? '';
+    if (last === 'projector' || last === 'jobs') return last;
+    return basename(args[0] ?? String(pid));
+  } catch {
+    return String(pid);
+  }
 }
 
 let childCpuSeen = 0;

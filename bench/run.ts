@@ -196,6 +196,13 @@ function engineRows(f: EngineFigures, met: Record<string, boolean>, lagP99: numb
       ratio: (f.imports.ffprobeCpu / f.imports.cpuPerImport).toFixed(2),
     },
     {
+      figure: '    by process',
+      value: Object.entries(f.imports.cpuPerImportByProcess)
+        .sort(([, a], [, b]) => b - a)
+        .map(([p, cpu]) => `${p} ${(cpu * 1000).toFixed(1)}`)
+        .join(', '),
+    },
+    {
       figure: `    the first ${f.imports.count} of the fresh service (cold)`,
       value: `${rate(f.imports.cold.perSecond, 'jobs/s')}, ${(f.imports.cold.cpuPerImport * 1000).toFixed(1)} ms CPU`,
       ratio: (f.imports.cold.perSecond / f.imports.ffprobePerSecond).toFixed(2),
