@@ -61,6 +61,12 @@ export async function applyToDocuments(
   byId: ReadonlyMap<string, readonly StoredEvent[]>,
   evolve: DocEvolve,
 ): Promise<void> {
+  // One document: a write of its own (on SQLite, a transaction around one write costs more than the write).
+  if (byId.size === 1) {
+    const [[id, events]] = byId;
+    await applyManyToDocument(deps, collection, id, events, evolve);
+    return;
+  }
   const current = new Map((await deps.read.getMany(collection, [...byId.keys()])).map((d) => [d._id, d]));
   const writes: { doc: Doc; expectedRev: number | null }[] = [];
   const slow: string[] = [];
