@@ -6,7 +6,7 @@ import type { LogSubscription } from '../lib/ports/event-log';
 import { openLogProducer } from '../lib/adapters/from-config';
 import { createReadStoreCheckpoints } from '../lib/adapters/read-store-checkpoints';
 import { createMetrics, type Metrics } from '../lib/observability/metrics';
-import { jobMetrics, watchLag } from '../lib/observability/wiring';
+import { jobMetrics, projectorObservers, watchLag } from '../lib/observability/wiring';
 import { exitOnFatal, runService } from '../lib/run-service';
 import { serveParent } from '../lib/supervise';
 import { openBlobStore } from '../lib/adapters/from-config';
@@ -110,7 +110,7 @@ async function startProjectorPart(
     logger,
     onFatal,
     search: { index: readSide.search, blobs: openBlobStore(config) },
-    observeLag: (model, seconds) => metrics.projectionLag.observe({ read_model: model }, seconds),
+    ...projectorObservers(metrics),
   });
   projector.onWatermark?.(onMoved);
   return projector;

@@ -115,6 +115,13 @@ export function createMetrics(options: { defaultLabels?: Record<string, string> 
         }
       },
     }),
+    /** Events the projector applied together (services/query-api/projector.ts): the busier the log, the larger. */
+    projectorBatch: new Histogram({
+      name: 'projector_batch_events',
+      help: 'Events the projector applied together in one batch (one transaction per read model)',
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
+      registers,
+    }),
     /** From the append of an event to its projection, by read model (read-your-writes waits about this long). */
     projectionLag: new Histogram({
       name: 'projection_lag_seconds',

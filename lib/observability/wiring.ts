@@ -66,6 +66,14 @@ export function countingDeadLetters<S extends DeadLetterStore>(store: S, metrics
   };
 }
 
+/** What the projector reports, into `metrics`: each event's lag per read model, each batch's size. */
+export function projectorObservers(metrics: Metrics) {
+  return {
+    observeLag: (model: string, seconds: number) => metrics.projectionLag.observe({ read_model: model }, seconds),
+    observeBatch: (events: number) => metrics.projectorBatch.observe(events),
+  };
+}
+
 /** Samples each subscription's lag into the consumer-lag gauge every few seconds. */
 export function watchLag(metrics: Metrics, subscriptions: readonly LogSubscription[], everyMs = 5000) {
   const sample = () => {

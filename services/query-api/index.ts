@@ -2,7 +2,7 @@ import type { EventLog } from '../../lib/ports/event-log';
 import type { ReadStore } from '../../lib/ports/read-store';
 import { listen } from '../../lib/http/listen';
 import { createApp, type QueryApiDeps } from './app';
-import { startProjector } from './projector';
+import { startProjector, type ProjectorDeps } from './projector';
 
 export { createApp };
 export type { QueryApiDeps };
@@ -17,7 +17,7 @@ export async function start(
     log: EventLog;
     onFatal?: (err: Error) => void;
     /** The read models the projector writes. */ models: ReadStore;
-  },
+  } & Pick<ProjectorDeps, 'observeLag' | 'observeBatch'>,
 ) {
   const projector = await startProjector({ ...deps, read: deps.models, search: { index: deps.search, blobs: deps.blobs } });
   const ready = async () => {

@@ -3,7 +3,7 @@ import { httpCommon } from '../../lib/adapters/http-common';
 import { readYourWrites, trackAppends } from '../../lib/app/consistency';
 import { recordProjectionMarks, sharedSessionPositions, sharedWatermark } from '../../lib/app/shared-consistency';
 import { createMetrics } from '../../lib/observability/metrics';
-import { watchLag } from '../../lib/observability/wiring';
+import { projectorObservers, watchLag } from '../../lib/observability/wiring';
 import { exitOnFatal, runService } from '../../lib/run-service';
 import { queryDeps } from './from-config';
 import { start } from './index';
@@ -41,6 +41,7 @@ runService('query-api', async (config, logger) => {
     consistency: { role: 'read', hooks },
     watermark,
     onFatal: exitOnFatal(logger),
+    ...projectorObservers(metrics),
   });
   const marks = recordProjectionMarks({ store: readSide.read, group: PROJECTIONS_GROUP, subscription: service.projector, log: logger });
   const lag = watchLag(metrics, [service.projector]);

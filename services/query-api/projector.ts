@@ -26,6 +26,8 @@ export type ProjectorDeps = {
   search?: { index: SearchIndex; blobs: BlobStore };
   /** Told how long after its append each event was applied, per read model (`projection_lag_seconds`). */
   observeLag?: (model: string, seconds: number) => void;
+  /** Told how many events each batch applied together (`projector_batch_events`). */
+  observeBatch?: (events: number) => void;
 };
 
 /**
@@ -62,6 +64,7 @@ export async function startProjector(deps: ProjectorDeps): Promise<LogSubscripti
 
 async function projectTogether(deps: ProjectorDeps, events: readonly StoredEvent[]): Promise<void> {
   await projectBatch(deps, READ_MODELS, events);
+  deps.observeBatch?.(events.length);
   if (!deps.search) return;
   await indexPage({ read: deps.read, search: deps.search.index, blobs: deps.search.blobs }, events);
   for (const event of events) deps.observeLag?.(SEARCH.name, secondsSince(event.createdAt));

@@ -165,5 +165,11 @@ describe('e2e: read-your-writes across separate command-api and query-api replic
     // Every stopped job's webhook went out, signed, once its effects were projected.
     const hooks = await receiver.waitFor(jobs.length, 30_000);
     assert.ok(hooks.every((h) => h.verified));
+    // Each replica's projector reports its lag and its batches, as the all-in-one worker's does.
+    const metrics = await Promise.all(replicas.map(async (svc) => (await fetch(`${svc.base}/metrics`)).text()));
+    for (const text of metrics) {
+      assert.match(text, /^projection_lag_seconds_count\{read_model="jobs"\} [1-9]/m);
+      assert.match(text, /^projector_batch_events_count [1-9]/m);
+    }
   });
 });

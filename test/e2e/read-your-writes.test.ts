@@ -110,6 +110,7 @@ describe('e2e: read-your-writes in the all-in-one process', function () {
     for (const model of ['jobs', 'projects', 'compositions', 'search']) {
       assert.match(metrics, new RegExp(`projection_lag_seconds_count\\{read_model="${model}"\\} [1-9]`), model);
     }
+    assert.match(metrics, /^projector_batch_events_count [1-9]/m, 'the projector reports its batches');
   });
 
   it('DELETE then GET reads cancelled, and POST then GET /projects lists the project, under load, every time', async () => {
