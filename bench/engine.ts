@@ -43,7 +43,8 @@ export type EngineFigures = {
     ffprobePerSecond: number;
     ffprobeCpu: number;
   };
-  accept: { service: LoadResult; bare: LoadResult };
+  /** `waits`: where an accepted request's time went meanwhile (see `waitsOf`). */
+  accept: { service: LoadResult; bare: LoadResult; waits: AcceptWaits };
 };
 
 const MEDIA_SERVER = `
@@ -99,6 +100,8 @@ export async function measureEngine(options: { connections: number; warmupSecond
     const acceptDrive = await admin(env, 'drive', 'create', '--name', 'Accept');
     const body = JSON.stringify(importBody('Accept'));
     const post = { ...options, method: 'POST' as const, expect: 201, body, headers: { authorization: `Bearer ${acceptDrive.token}` } };
+    // Scraped around the phase: the event loop delay's percentiles start again at each scrape.
+    const metricsBefore = await (await fetch(`${svc.url}/metrics`)).text();
     const [bareResult, serviceResult] = await compare(
       [
         { ...post, url: `${bare.url}/post` },
@@ -106,17 +109,19 @@ export async function measureEngine(options: { connections: number; warmupSecond
       ],
       options.rounds,
     );
+    const acceptWaits = waitsOf(metricsBefore, await (await fetch(`${svc.url}/metrics`)).text());
     return {
       ...pairs,
       ...stops,
       lag,
       overdraw,
       imports,
-      accept: { service: serviceResult, bare: bareResult },
+      accept: { service: serviceResult, bare: bareResult, waits: acceptWaits },
     } satisfies EngineFigures;
   } finally {
     for (const s of started.reverse()) await stop(s);
-    rmSync(dir, { recursive: true, force: true });
+    if (process.env.BENCH_KEEP_DATA) console.log(`\nkept (f)'s data in ${dir} (BENCH_KEEP_DATA)`);
+    else rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -362,6 +367,35 @@ async function overdrawRuns(api: (token: string) => Api, env: Record<string, str
     maxUsed = Math.max(maxUsed, used);
   }
   return { runs, overdrawn, mismatched, maxUsed };
+}
+
+/**
+ * What the accept path waits on, between two scrapes of `serve`'s /metrics: the p99 of an
+ * append's wait for its commit (`event_store_append_seconds`, outcome ok: the upper bound of its
+ * bucket) and of the event loop's delay in each process that reports one (prom-client's
+ * `nodejs_eventloop_lag_p99_seconds`, measured since the scrape before).
+ */
+export type AcceptWaits = { appendP99: number; loopDelayP99: Record<string, number> };
+
+function waitsOf(before: string, after: string): AcceptWaits {
+  const appendCounts = (text: string) =>
+    [...text.matchAll(/^event_store_append_seconds_bucket\{([^}]*)\} (\d+)/gm)]
+      .filter((m) => /outcome="ok"/.test(m[1]))
+      .map((m): [number, number] => {
+        const le = /le="([^"]+)"/.exec(m[1])![1];
+        return [le === '+Inf' ? Infinity : Number(le), Number(m[2])];
+      });
+  const earlier = appendCounts(before);
+  const counts = appendCounts(after).map(([le, n], i): [number, number] => [le, n - (earlier[i]?.[1] ?? 0)]);
+  const total = counts.length > 0 ? counts[counts.length - 1][1] : 0;
+  const appendP99 = counts.find(([, n]) => total > 0 && n >= 0.99 * total)?.[0] ?? NaN;
+  const loopDelayP99 = Object.fromEntries(
+    [...after.matchAll(/^nodejs_eventloop_lag_p99_seconds(?:\{([^}]*)\})? ([\d.e+-]+)/gm)].map((m) => [
+      /process="([^"]+)"/.exec(m[1] ?? '')?.[1] ?? 'mean of the processes',
+      Number(m[2]),
+    ]),
+  );
+  return { appendP99, loopDelayP99 };
 }
 
 /** p50 and p99 per read model from `projection_lag_seconds` buckets (the upper bound of the bucket holding the quantile). */

@@ -215,6 +215,13 @@ function engineRows(f: EngineFigures, met: Record<string, boolean>, lagP99: numb
       goal: `p99 <= ${GOALS.postP99Ms} ms`,
       met: met.acceptP99,
     },
+    {
+      figure: '    meanwhile, p99 of',
+      value: [
+        `append ≤ ${ms(f.accept.waits.appendP99)}`,
+        ...Object.entries(f.accept.waits.loopDelayP99).map(([p, s]) => `${p} loop delay ${ms(s)}`),
+      ].join(', '),
+    },
   ];
 }
 
