@@ -44,7 +44,14 @@ export async function startProjector(deps: ProjectorDeps): Promise<LogSubscripti
   const logger = deps.logger.child({ component: 'projector' });
   await rebuildStale(deps, logger);
   const project = turnBatches<StoredEvent>(
-    (events) => projectTogether(deps, events),
+    async (events) => {
+      try {
+        await projectTogether(deps, events);
+      } catch (err) {
+        logger.warn({ err, events: events.length }, 'a batch of events failed; applying them one by one');
+        throw err;
+      }
+    },
     (event) => projectAlone(deps, event),
   );
   return deps.log.subscribe(
