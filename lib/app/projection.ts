@@ -1,5 +1,5 @@
 import type { EventStore, StoredEvent } from '../ports/event-store';
-import type { Doc, ReadStore } from '../ports/read-store';
+import type { CollectionWrite, Doc, ReadStore } from '../ports/read-store';
 
 /**
  * Applies events to the read document of their stream (STYLE §9). The document remembers the
@@ -51,39 +51,60 @@ export async function applyManyToDocument(
 }
 
 /**
- * The same for many documents at once (replay): one read of them all, one write of them all
- * (`putMany`, one transaction on SQLite). A document that meets a gap or loses a race falls back
- * to `applyManyToDocument`, so the outcome is the same as applying one by one.
+ * What applying events to many documents of one collection writes: each document's next
+ * version (read once, its events folded), and the documents to heal one by one (a gap).
  */
-export async function applyToDocuments(
+export type DocumentPlan = {
+  readonly collection: string;
+  readonly byId: ReadonlyMap<string, readonly StoredEvent[]>;
+  readonly evolve: DocEvolve;
+  readonly writes: readonly CollectionWrite[];
+  readonly gaps: readonly string[];
+};
+
+export async function planDocuments(
   deps: Deps,
   collection: string,
   byId: ReadonlyMap<string, readonly StoredEvent[]>,
   evolve: DocEvolve,
-): Promise<void> {
-  // One document: a write of its own (on SQLite, a transaction around one write costs more than the write).
-  if (byId.size === 1) {
-    const [[id, events]] = byId;
-    await applyManyToDocument(deps, collection, id, events, evolve);
-    return;
-  }
+): Promise<DocumentPlan> {
   const current = new Map((await deps.read.getMany(collection, [...byId.keys()])).map((d) => [d._id, d]));
-  const writes: { doc: Doc; expectedRev: number | null }[] = [];
-  const slow: string[] = [];
+  const writes: CollectionWrite[] = [];
+  const gaps: string[] = [];
   for (const [id, events] of byId) {
     const doc = current.get(id) ?? null;
     const fresh = events.filter((e) => e.revision > (doc?._rev ?? -1));
     if (fresh.length === 0) continue;
     if (fresh[0].revision > (doc?._rev ?? -1) + 1) {
-      slow.push(id); // a gap: healed from the store
+      gaps.push(id); // healed from the store
       continue;
     }
     const next = foldFrom(doc, fresh, evolve);
-    if (next) writes.push({ doc: { ...next, _id: id }, expectedRev: doc ? doc._rev : null });
+    if (next) writes.push({ collection, doc: { ...next, _id: id }, expectedRev: doc ? doc._rev : null });
   }
-  const outcomes = await deps.read.putMany(collection, writes);
-  outcomes.forEach((o, i) => o === 'stale' && slow.push(writes[i].doc._id));
-  for (const id of slow) await applyManyToDocument(deps, collection, id, byId.get(id)!, evolve);
+  return { collection, byId, evolve, writes, gaps };
+}
+
+/**
+ * Writes the plans' documents together (`putAcross`: one transaction on SQLite; a single write
+ * by itself, since a transaction around one write costs more than the write). A document that
+ * met a gap or lost a race falls back to `applyManyToDocument`, so the outcome is the same as
+ * applying the events one by one.
+ */
+export async function writePlans(deps: Deps, plans: readonly DocumentPlan[]): Promise<void> {
+  const writes = plans.flatMap((p) => p.writes);
+  const outcomes =
+    writes.length === 0
+      ? []
+      : writes.length === 1
+        ? [await deps.read.put(writes[0].collection, writes[0].doc, writes[0].expectedRev)]
+        : await deps.read.putAcross(writes);
+  let i = 0;
+  for (const plan of plans) {
+    const slow = [...plan.gaps];
+    for (const w of plan.writes) if (outcomes[i++] === 'stale') slow.push(w.doc._id);
+    for (const id of slow) await applyManyToDocument(deps, plan.collection, id, plan.byId.get(id)!, plan.evolve);
+  }
 }
 
 async function foldUpTo(store: EventStore, event: StoredEvent, evolve: DocEvolve): Promise<Doc | null> {

@@ -1,6 +1,6 @@
 import type { EventStore, StoredEvent } from '../ports/event-store';
 import type { Doc, ReadStore } from '../ports/read-store';
-import { applyToDocument, applyToDocuments, type DocEvolve } from './projection';
+import { applyToDocument, planDocuments, writePlans, type DocEvolve, type DocumentPlan } from './projection';
 import { settleTotal, writeFactOnce, type TotalSpec } from './totals';
 
 /**
@@ -85,6 +85,7 @@ function byDocument(model: ReadModel, events: readonly StoredEvent[]) {
  * them from the facts once the last page is written.
  */
 export async function projectPage(deps: Deps, models: readonly ReadModel[], events: readonly StoredEvent[]): Promise<void> {
+  const plans: DocumentPlan[] = [];
   for (const model of models) {
     const { streams, facts } = byDocument(model, events);
     const firsts = new Map<string, Doc>();
@@ -98,31 +99,36 @@ export async function projectPage(deps: Deps, models: readonly ReadModel[], even
         model.name,
         [...firsts.values()].map((doc) => ({ doc, expectedRev: null })),
       );
-    if (streams.size > 0) await applyToDocuments(deps, model.name, streams, model.evolve);
+    if (streams.size > 0) plans.push(await planDocuments(deps, model.name, streams, model.evolve));
   }
+  // Every model's documents of the page in one transaction.
+  await writePlans(deps, plans);
 }
 
 /**
  * Applies events delivered together (what the projector was handed in one turn) to every model
  * that reads them: the same documents as `projectEvent` one event after the other, but each
- * document is read once and its events folded, and a model's documents are written in one
- * `putMany` (one transaction on SQLite, where a write alone is a commit of its own). Facts are
- * written one by one, their totals kept, as `projectEvent` writes them. `observeLag` is told, per
- * model and event, once the model's documents are written.
+ * document is read once and its events folded, and the documents of every model are written
+ * together (`putAcross`: one transaction on SQLite, where a write alone is a commit of its own).
+ * Facts are written first, one by one, their totals kept, as `projectEvent` writes them.
+ * `observeLag` is told, per model and event, once the documents are written.
  */
 export async function projectBatch(
   deps: Deps & { observeLag?: (model: string, seconds: number) => void },
   models: readonly ReadModel[],
   events: readonly StoredEvent[],
 ): Promise<void> {
+  const read: { model: ReadModel; events: StoredEvent[] }[] = [];
+  const plans: DocumentPlan[] = [];
   for (const model of models) {
     const { streams, facts } = byDocument(model, events);
     for (const [id, e] of facts) await writeFact(deps.read, model, id, e);
-    if (streams.size > 0) await applyToDocuments(deps, model.name, streams, model.evolve);
-    if (!deps.observeLag) continue;
-    for (const [, e] of facts) deps.observeLag(model.name, secondsSince(e.createdAt));
-    for (const list of streams.values()) for (const e of list) deps.observeLag(model.name, secondsSince(e.createdAt));
+    if (streams.size > 0) plans.push(await planDocuments(deps, model.name, streams, model.evolve));
+    read.push({ model, events: [...facts.map(([, e]) => e), ...[...streams.values()].flat()] });
   }
+  if (plans.length > 0) await writePlans(deps, plans);
+  if (!deps.observeLag) return;
+  for (const { model, events: its } of read) for (const e of its) deps.observeLag(model.name, secondsSince(e.createdAt));
 }
 
 /** A fact model's document for `event` (null: the event makes none). */

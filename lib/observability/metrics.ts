@@ -118,7 +118,7 @@ export function createMetrics(options: { defaultLabels?: Record<string, string> 
     /** Events the projector applied together (services/query-api/projector.ts): the busier the log, the larger. */
     projectorBatch: new Histogram({
       name: 'projector_batch_events',
-      help: 'Events the projector applied together in one batch (one transaction per read model)',
+      help: 'Events the projector applied together in one batch (one read-store transaction)',
       buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
       registers,
     }),

@@ -72,12 +72,21 @@ export interface ReadQueries {
   count(collection: string, filter: Filter): Promise<number>;
 }
 
+/** A compare-and-set write of `doc` into `collection`, as `put` does it. */
+export type CollectionWrite = { readonly collection: string; readonly doc: Doc; readonly expectedRev: number | null };
+
 export interface ReadStore extends ReadQueries {
   /**
    * Several compare-and-set writes as `put` does them, in one transaction where the engine has
    * them (replay writes a page of documents at once); outcomes in the order given.
    */
   putMany(collection: string, writes: readonly { readonly doc: Doc; readonly expectedRev: number | null }[]): Promise<PutOutcome[]>;
+  /**
+   * The same for writes to several collections (the projector writes a batch's documents of
+   * every read model at once): one transaction where the engine has them, outcomes in the order
+   * given.
+   */
+  putAcross(writes: readonly CollectionWrite[]): Promise<PutOutcome[]>;
   /**
    * Writes `doc` only when the stored document's `_rev` equals `expectedRev`
    * (`null`: no document may exist). Otherwise returns `stale` and changes nothing.

@@ -33,7 +33,7 @@ export type ProjectorDeps = {
 /**
  * Events are projected in batches: each is taken on at once (`settled` later), so the log hands
  * over everything it has read, and what arrived in one turn of the event loop is applied together
- * (`projectBatch`, one transaction per model and one for the search index, where each write
+ * (`projectBatch`, one transaction for the read models and one for the search index, where each write
  * alone was a commit of its own). The busier the log, the larger the batch and the cheaper each
  * event. The log commits past an event, and the watermark readers wait on moves past it, only
  * once its batch is written. A batch that fails is applied event by event, so a poison event

@@ -166,7 +166,7 @@ export function describeReadStoreContract(
       });
     });
 
-    describe('getMany, putMany, sum and count', function () {
+    describe('getMany, putMany, putAcross, sum and count', function () {
       it('reads the documents that exist among the ids asked for', async () => {
         await store.put('projects', { _id: 'a', _rev: 0 }, null);
         await store.put('projects', { _id: 'b', _rev: 0 }, null);
@@ -185,6 +185,21 @@ export function describeReadStoreContract(
         assert.deepEqual(outcomes, ['written', 'written', 'stale']);
         assert.deepEqual(await store.get('projects', 'a'), { _id: 'a', _rev: 1, n: 2 });
         assert.equal(await store.get('projects', 'c'), null);
+      });
+
+      it('writes to several collections at once, each write with its own compare-and-set, outcomes in order', async () => {
+        await store.put('jobs', { _id: 'a', _rev: 0, n: 1 }, null);
+        const outcomes = await store.putAcross([
+          { collection: 'jobs', doc: { _id: 'a', _rev: 1, n: 2 }, expectedRev: 0 },
+          { collection: 'projects', doc: { _id: 'a', _rev: 0, n: 9 }, expectedRev: null },
+          { collection: 'projects', doc: { _id: 'b', _rev: 3, n: 1 }, expectedRev: 2 },
+          { collection: 'jobs', doc: { _id: 'a', _rev: 2, n: 3 }, expectedRev: 0 },
+        ]);
+        assert.deepEqual(outcomes, ['written', 'written', 'stale', 'stale']);
+        assert.deepEqual(await store.get('jobs', 'a'), { _id: 'a', _rev: 1, n: 2 });
+        assert.deepEqual(await store.get('projects', 'a'), { _id: 'a', _rev: 0, n: 9 });
+        assert.equal(await store.get('projects', 'b'), null);
+        assert.deepEqual(await store.putAcross([]), []);
       });
 
       it('sums a numeric field over the matching documents', async () => {

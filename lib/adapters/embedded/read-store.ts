@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import type { CacheStats } from '../../observability/metrics';
-import type { Doc, Filter, FindOptions, PutOutcome, ReadQueries, ReadStore } from '../../ports/read-store';
+import type { CollectionWrite, Doc, Filter, FindOptions, PutOutcome, ReadQueries, ReadStore } from '../../ports/read-store';
 import { guardMethods, openDatabase, probeWritable, WRITE_PROBE_SCHEMA, type StoreFile } from './sqlite';
 
 /**
@@ -384,10 +384,11 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
     return changes === 1 ? 'written' : 'stale';
   };
 
-  // One transaction, one commit, for a page of replayed documents.
+  // One transaction, one commit, for a page of replayed documents, or a batch of the projector's.
   const putAll = db.transaction((collection: string, writes: readonly { doc: Doc; expectedRev: number | null }[]) =>
     writes.map((w) => put(collection, w.doc, w.expectedRev)),
   );
+  const putAcrossAll = db.transaction((writes: readonly CollectionWrite[]) => writes.map((w) => put(w.collection, w.doc, w.expectedRev)));
 
   const snapshotQueries = (maxLagMs = 20, memoBytes = 64 << 20, moves?: () => number): ReadQueries => {
     if (db.memory) return queries;
@@ -413,6 +414,10 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
     async putMany(collection, writes) {
       checkpointWhenIdle();
       return putAll(collection, writes);
+    },
+    async putAcross(writes) {
+      checkpointWhenIdle();
+      return putAcrossAll(writes);
     },
     async ensureIndex(collection, fields) {
       const ddl = indexDdl(collection, fields);

@@ -150,6 +150,21 @@ export function createMongoReadStore(db: Db): ReadStore {
       // Independent documents: the compare-and-set of each is what matters, not one transaction.
       return Promise.all(writes.map((w) => store.put(collection, w.doc, w.expectedRev)));
     },
+    async putAcross(writes) {
+      // Different documents side by side; the writes to one document in the order given.
+      const chains = new Map<string, Promise<unknown>>();
+      return Promise.all(
+        writes.map((w) => {
+          const key = `${w.collection}\n${w.doc._id}`;
+          const result = (chains.get(key) ?? Promise.resolve()).then(() => store.put(w.collection, w.doc, w.expectedRev));
+          chains.set(
+            key,
+            result.catch(() => undefined),
+          );
+          return result;
+        }),
+      );
+    },
     async sum(collection, filter: Filter, field) {
       const [row] = await collectionOf(collection)
         .aggregate<{ total: number }>([
