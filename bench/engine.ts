@@ -30,6 +30,8 @@ export type EngineFigures = {
   stops: number;
   staleAfterStop: number;
   lag: Record<string, { p50: number; p99: number }>;
+  /** Events per batch the projector applied under the same load, on average (NaN: none reported). */
+  projectorBatch: number;
   overdraw: { runs: number; overdrawn: number; mismatched: number; maxUsed: number };
   imports: {
     count: number;
@@ -93,7 +95,9 @@ export async function measureEngine(options: { connections: number; warmupSecond
       stoppedThenProject(api(me.token), num('BENCH_RYW_STOPS', 1000), importBody),
     ]);
     await stopBusy();
-    const lag = lagOf(await (await fetch(`${svc.url}/metrics`)).text(), lagBefore);
+    const lagAfter = await (await fetch(`${svc.url}/metrics`)).text();
+    const lag = lagOf(lagAfter, lagBefore);
+    const projectorBatch = meanOf('projector_batch_events', lagBefore, lagAfter);
 
     const bare = await startBaseline();
     started.push(bare);
@@ -114,6 +118,7 @@ export async function measureEngine(options: { connections: number; warmupSecond
       ...pairs,
       ...stops,
       lag,
+      projectorBatch,
       overdraw,
       imports,
       accept: { service: serviceResult, bare: bareResult, waits: acceptWaits },
@@ -367,6 +372,12 @@ async function overdrawRuns(api: (token: string) => Api, env: Record<string, str
     maxUsed = Math.max(maxUsed, used);
   }
   return { runs, overdrawn, mismatched, maxUsed };
+}
+
+/** The mean of a histogram's observations between two scrapes (its `_sum` and `_count` without labels). */
+function meanOf(name: string, before: string, after: string): number {
+  const value = (text: string, suffix: string) => Number(new RegExp(`^${name}_${suffix} ([\\d.e+-]+)`, 'm').exec(text)?.[1] ?? NaN);
+  return (value(after, 'sum') - (value(before, 'sum') || 0)) / (value(after, 'count') - (value(before, 'count') || 0));
 }
 
 /**

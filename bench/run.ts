@@ -176,6 +176,10 @@ function engineRows(f: EngineFigures, met: Record<string, boolean>, lagP99: numb
     ...Object.entries(f.lag).map(([model, l]) => ({ figure: `(f) projection lag, ${model}`, value: `p50 ${ms(l.p50)}, p99 ${ms(l.p99)}` })),
     { figure: '(f) projection lag p99, worst model', value: ms(lagP99), goal: '<= 50 ms', met: met.lag },
     {
+      figure: '    events per projector batch meanwhile (mean)',
+      value: Number.isFinite(f.projectorBatch) ? f.projectorBatch.toFixed(1) : 'not reported',
+    },
+    {
       figure: `(f) overdraw: ${f.overdraw.runs} runs of 200 imports on 150 s`,
       value: `${f.overdraw.overdrawn} overdrawn, ${f.overdraw.mismatched} unsettled, most used ${Math.round(f.overdraw.maxUsed * 100) / 100} s`,
       goal: '0',
