@@ -86,7 +86,7 @@ export async function planDocuments(
 }
 
 /**
- * Writes the plans' documents together (`putAcross`: one transaction on SQLite; a single write
+ * Writes the plans' documents together (`putMany`: one transaction on SQLite; a single write
  * by itself, since a transaction around one write costs more than the write). A document that
  * met a gap or lost a race falls back to `applyManyToDocument`, so the outcome is the same as
  * applying the events one by one.
@@ -98,7 +98,7 @@ export async function writePlans(deps: Deps, plans: readonly DocumentPlan[]): Pr
       ? []
       : writes.length === 1
         ? [await deps.read.put(writes[0].collection, writes[0].doc, writes[0].expectedRev)]
-        : await deps.read.putAcross(writes);
+        : await deps.read.putMany(writes);
   let i = 0;
   for (const plan of plans) {
     const slow = [...plan.gaps];

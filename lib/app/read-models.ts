@@ -94,11 +94,7 @@ export async function projectPage(deps: Deps, models: readonly ReadModel[], even
       if (fact) firsts.set(id, fact);
     }
     // `stale` outcomes: facts already there (a live projector beside the replay wrote them).
-    if (firsts.size > 0)
-      await deps.read.putMany(
-        model.name,
-        [...firsts.values()].map((doc) => ({ doc, expectedRev: null })),
-      );
+    if (firsts.size > 0) await deps.read.putMany([...firsts.values()].map((doc) => ({ collection: model.name, doc, expectedRev: null })));
     if (streams.size > 0) plans.push(await planDocuments(deps, model.name, streams, model.evolve));
   }
   // Every model's documents of the page in one transaction.
@@ -109,7 +105,7 @@ export async function projectPage(deps: Deps, models: readonly ReadModel[], even
  * Applies events delivered together (what the projector was handed in one turn) to every model
  * that reads them: the same documents as `projectEvent` one event after the other, but each
  * document is read once and its events folded, and the documents of every model are written
- * together (`putAcross`: one transaction on SQLite, where a write alone is a commit of its own).
+ * together (`putMany`: one transaction on SQLite, where a write alone is a commit of its own).
  * Facts are written first, one by one, their totals kept, as `projectEvent` writes them.
  * `observeLag` is told, per model and event, once the documents are written.
  */

@@ -77,16 +77,11 @@ export type CollectionWrite = { readonly collection: string; readonly doc: Doc; 
 
 export interface ReadStore extends ReadQueries {
   /**
-   * Several compare-and-set writes as `put` does them, in one transaction where the engine has
-   * them (replay writes a page of documents at once); outcomes in the order given.
+   * Several compare-and-set writes as `put` does them, to one collection or several (replay writes
+   * a page of documents at once, the projector a batch's documents of every read model), in one
+   * transaction where the engine has them; outcomes in the order given.
    */
-  putMany(collection: string, writes: readonly { readonly doc: Doc; readonly expectedRev: number | null }[]): Promise<PutOutcome[]>;
-  /**
-   * The same for writes to several collections (the projector writes a batch's documents of
-   * every read model at once): one transaction where the engine has them, outcomes in the order
-   * given.
-   */
-  putAcross(writes: readonly CollectionWrite[]): Promise<PutOutcome[]>;
+  putMany(writes: readonly CollectionWrite[]): Promise<PutOutcome[]>;
   /**
    * Writes `doc` only when the stored document's `_rev` equals `expectedRev`
    * (`null`: no document may exist). Otherwise returns `stale` and changes nothing.

@@ -7,7 +7,7 @@ import { turnBatches } from '../../lib/app/turn-batch';
 import type { StoredEvent } from '../../lib/ports/event-store';
 import { READ_MODELS } from './read-models';
 import { replayReadModels, SEARCH } from './replay';
-import { indexEvent, indexPage } from './search-indexer';
+import { indexEvent, indexPage, type IndexerDeps } from './search-indexer';
 import type { BlobStore } from '../../lib/ports/blob-store';
 import type { SearchIndex } from '../../lib/ports/search-index';
 
@@ -43,16 +43,17 @@ export async function startProjector(deps: ProjectorDeps): Promise<LogSubscripti
   await prepareModels(deps.read, READ_MODELS);
   const logger = deps.logger.child({ component: 'projector' });
   await rebuildStale(deps, logger);
+  const indexer = indexerOf(deps);
   const project = turnBatches<StoredEvent>(
     async (events) => {
       try {
-        await projectTogether(deps, events);
+        await projectTogether(deps, indexer, events);
       } catch (err) {
         logger.warn({ err, events: events.length }, 'a batch of events failed; applying them one by one');
         throw err;
       }
     },
-    (event) => projectAlone(deps, event),
+    (event) => projectAlone(deps, indexer, event),
   );
   return deps.log.subscribe(
     PROJECTIONS_GROUP,
@@ -69,18 +70,22 @@ export async function startProjector(deps: ProjectorDeps): Promise<LogSubscripti
   );
 }
 
-async function projectTogether(deps: ProjectorDeps, events: readonly StoredEvent[]): Promise<void> {
+/** The search indexer's share of the projector's dependencies; null without a search index. */
+const indexerOf = (deps: ProjectorDeps): IndexerDeps | null =>
+  deps.search ? { read: deps.read, search: deps.search.index, blobs: deps.search.blobs } : null;
+
+async function projectTogether(deps: ProjectorDeps, indexer: IndexerDeps | null, events: readonly StoredEvent[]): Promise<void> {
   await projectBatch(deps, READ_MODELS, events);
   deps.observeBatch?.(events.length);
-  if (!deps.search) return;
-  await indexPage({ read: deps.read, search: deps.search.index, blobs: deps.search.blobs }, events);
+  if (!indexer) return;
+  await indexPage(indexer, events);
   for (const event of events) deps.observeLag?.(SEARCH.name, secondsSince(event.createdAt));
 }
 
-async function projectAlone(deps: ProjectorDeps, event: StoredEvent): Promise<void> {
+async function projectAlone(deps: ProjectorDeps, indexer: IndexerDeps | null, event: StoredEvent): Promise<void> {
   await projectEvent(deps, READ_MODELS, event);
-  if (!deps.search) return;
-  await indexEvent({ read: deps.read, search: deps.search.index, blobs: deps.search.blobs }, event);
+  if (!indexer) return;
+  await indexEvent(indexer, event);
   deps.observeLag?.(SEARCH.name, secondsSince(event.createdAt));
 }
 

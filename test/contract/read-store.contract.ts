@@ -166,7 +166,7 @@ export function describeReadStoreContract(
       });
     });
 
-    describe('getMany, putMany, putAcross, sum and count', function () {
+    describe('getMany, putMany, sum and count', function () {
       it('reads the documents that exist among the ids asked for', async () => {
         await store.put('projects', { _id: 'a', _rev: 0 }, null);
         await store.put('projects', { _id: 'b', _rev: 0 }, null);
@@ -177,10 +177,10 @@ export function describeReadStoreContract(
 
       it('writes several documents with their own compare-and-set, outcomes in order', async () => {
         await store.put('projects', { _id: 'a', _rev: 0, n: 1 }, null);
-        const outcomes = await store.putMany('projects', [
-          { doc: { _id: 'a', _rev: 1, n: 2 }, expectedRev: 0 },
-          { doc: { _id: 'b', _rev: 0, n: 1 }, expectedRev: null },
-          { doc: { _id: 'c', _rev: 3, n: 1 }, expectedRev: 2 },
+        const outcomes = await store.putMany([
+          { collection: 'projects', doc: { _id: 'a', _rev: 1, n: 2 }, expectedRev: 0 },
+          { collection: 'projects', doc: { _id: 'b', _rev: 0, n: 1 }, expectedRev: null },
+          { collection: 'projects', doc: { _id: 'c', _rev: 3, n: 1 }, expectedRev: 2 },
         ]);
         assert.deepEqual(outcomes, ['written', 'written', 'stale']);
         assert.deepEqual(await store.get('projects', 'a'), { _id: 'a', _rev: 1, n: 2 });
@@ -189,7 +189,7 @@ export function describeReadStoreContract(
 
       it('writes to several collections at once, each write with its own compare-and-set, outcomes in order', async () => {
         await store.put('jobs', { _id: 'a', _rev: 0, n: 1 }, null);
-        const outcomes = await store.putAcross([
+        const outcomes = await store.putMany([
           { collection: 'jobs', doc: { _id: 'a', _rev: 1, n: 2 }, expectedRev: 0 },
           { collection: 'projects', doc: { _id: 'a', _rev: 0, n: 9 }, expectedRev: null },
           { collection: 'projects', doc: { _id: 'b', _rev: 3, n: 1 }, expectedRev: 2 },
@@ -199,25 +199,25 @@ export function describeReadStoreContract(
         assert.deepEqual(await store.get('jobs', 'a'), { _id: 'a', _rev: 1, n: 2 });
         assert.deepEqual(await store.get('projects', 'a'), { _id: 'a', _rev: 0, n: 9 });
         assert.equal(await store.get('projects', 'b'), null);
-        assert.deepEqual(await store.putAcross([]), []);
+        assert.deepEqual(await store.putMany([]), []);
       });
 
       it('sums a numeric field over the matching documents', async () => {
-        await store.putMany('charges', [
-          { doc: { _id: '1', _rev: 0, drive_id: 'd', seconds: 1.5 }, expectedRev: null },
-          { doc: { _id: '2', _rev: 0, drive_id: 'd', seconds: 2 }, expectedRev: null },
-          { doc: { _id: '3', _rev: 0, drive_id: 'e', seconds: 7 }, expectedRev: null },
+        await store.putMany([
+          { collection: 'charges', doc: { _id: '1', _rev: 0, drive_id: 'd', seconds: 1.5 }, expectedRev: null },
+          { collection: 'charges', doc: { _id: '2', _rev: 0, drive_id: 'd', seconds: 2 }, expectedRev: null },
+          { collection: 'charges', doc: { _id: '3', _rev: 0, drive_id: 'e', seconds: 7 }, expectedRev: null },
         ]);
         assert.equal(await store.sum('charges', { drive_id: 'd' }, 'seconds'), 3.5);
         assert.equal(await store.sum('charges', { drive_id: 'none' }, 'seconds'), 0);
       });
 
       it('counts the matching documents of one collection', async () => {
-        await store.putMany('jobs', [
-          { doc: { _id: '1', _rev: 0, drive_id: 'd', job_state: 'queued' }, expectedRev: null },
-          { doc: { _id: '2', _rev: 0, drive_id: 'd', job_state: 'running' }, expectedRev: null },
-          { doc: { _id: '3', _rev: 0, drive_id: 'd', job_state: 'stopped' }, expectedRev: null },
-          { doc: { _id: '4', _rev: 0, drive_id: 'e', job_state: 'queued' }, expectedRev: null },
+        await store.putMany([
+          { collection: 'jobs', doc: { _id: '1', _rev: 0, drive_id: 'd', job_state: 'queued' }, expectedRev: null },
+          { collection: 'jobs', doc: { _id: '2', _rev: 0, drive_id: 'd', job_state: 'running' }, expectedRev: null },
+          { collection: 'jobs', doc: { _id: '3', _rev: 0, drive_id: 'd', job_state: 'stopped' }, expectedRev: null },
+          { collection: 'jobs', doc: { _id: '4', _rev: 0, drive_id: 'e', job_state: 'queued' }, expectedRev: null },
         ]);
         await store.put('projects', { _id: '5', _rev: 0, drive_id: 'd', job_state: 'queued' }, null);
         assert.equal(await store.count('jobs', { drive_id: 'd', job_state: { $in: ['queued', 'running'] } }), 2);

@@ -102,8 +102,11 @@ describe('ReadStore: embedded, its write-ahead log', () => {
       reader.prepare('SELECT COUNT(*) FROM docs').get();
       for (let i = 0; i < 20; i++) {
         await store.putMany(
-          'jobs',
-          Array.from({ length: 200 }, (_, j) => ({ doc: { _id: `job-${i}-${j}`, _rev: 1, text: 'x'.repeat(400) }, expectedRev: null })),
+          Array.from({ length: 200 }, (_, j) => ({
+            collection: 'jobs',
+            doc: { _id: `job-${i}-${j}`, _rev: 1, text: 'x'.repeat(400) },
+            expectedRev: null,
+          })),
         );
       }
       reader.exec('COMMIT');
@@ -242,8 +245,11 @@ describe('ReadStore: embedded, the API’s snapshot reads', () => {
       const reading = setInterval(() => void view.get('jobs', 'a'), 5);
       try {
         await store.putMany(
-          'jobs',
-          Array.from({ length: 300 }, (_, i) => ({ doc: { _id: `j${i}`, _rev: 1, x: 'y'.repeat(300) }, expectedRev: null })),
+          Array.from({ length: 300 }, (_, i) => ({
+            collection: 'jobs',
+            doc: { _id: `j${i}`, _rev: 1, x: 'y'.repeat(300) },
+            expectedRev: null,
+          })),
         );
         const wal = () => readFileSync(`${path}-shm`).subarray(0, 100);
         await waitFor(() => wal().readUInt32LE(96) === wal().readUInt32LE(16), { timeoutMs: 5000, what: 'the WAL to be copied back' });
@@ -258,8 +264,12 @@ describe('ReadStore: embedded, the API’s snapshot reads', () => {
 
   it('keeps what its memo holds once full, reads the rest from the store, and empties it when something is committed', async () => {
     const store = createSqliteReadStore({ path: join(dir, 'read.sqlite') });
-    const docs = Array.from({ length: 10 }, (_, i) => ({ doc: { _id: `d${i}`, _rev: 1, n: i, pad: 'p'.repeat(200) }, expectedRev: null }));
-    await store.putMany('jobs', docs);
+    const docs = Array.from({ length: 10 }, (_, i) => ({
+      collection: 'jobs',
+      doc: { _id: `d${i}`, _rev: 1, n: i, pad: 'p'.repeat(200) },
+      expectedRev: null,
+    }));
+    await store.putMany(docs);
     const view = store.snapshotQueries(10_000, 600); // room for two of these documents
     try {
       for (let i = 0; i < 10; i++) assert.equal((await view.get('jobs', `d${i}`))?.n, i);
@@ -279,10 +289,11 @@ describe('ReadStore: embedded, the API’s snapshot reads', () => {
     const view = store.snapshotQueries(30, 2000);
     try {
       const docs = Array.from({ length: 40 }, (_, i) => ({
+        collection: 'jobs',
         doc: { _id: `d${i}`, _rev: 1, n: i, pad: 'p'.repeat(200) },
         expectedRev: null,
       }));
-      await store.putMany('jobs', docs);
+      await store.putMany(docs);
       for (let round = 0; round < 3; round++) {
         for (let i = 0; i < 40; i++) assert.equal((await view.get('jobs', `d${i}`))?.n, i);
       }

@@ -58,17 +58,11 @@ function counted(read: ReadStore, refuse: ReadonlySet<string> = new Set()) {
       writes.documents += 1;
       return read.put(collection, doc, expectedRev);
     },
-    async putMany(collection, docs) {
+    async putMany(docs) {
       if (docs.some((w) => refuse.has(w.doc._id))) throw new Error('refused a batch');
       writes.together += 1;
       writes.documents += docs.length;
-      return read.putMany(collection, docs);
-    },
-    async putAcross(docs) {
-      if (docs.some((w) => refuse.has(w.doc._id))) throw new Error('refused a batch');
-      writes.together += 1;
-      writes.documents += docs.length;
-      return read.putAcross(docs);
+      return read.putMany(docs);
     },
   };
   return { store, writes };

@@ -84,9 +84,9 @@ describe('running totals over facts (charges per drive)', () => {
   it('settles a total from its facts: those written, and those pending whose documents are not', async () => {
     await writeFactOnce(read, CHARGES, CHARGE_TOTALS, charge('job-a', 'a.wav', 5));
     // Facts a rebuild wrote without adding them.
-    await read.putMany(CHARGES, [
-      { doc: charge('job-b', 'a.wav', 3), expectedRev: null },
-      { doc: charge('job-c', 'a.wav', 1), expectedRev: null },
+    await read.putMany([
+      { collection: CHARGES, doc: charge('job-b', 'a.wav', 3), expectedRev: null },
+      { collection: CHARGES, doc: charge('job-c', 'a.wav', 1), expectedRev: null },
     ]);
     // A live delivery beside it, between adding its fact and writing it.
     await assert.rejects(writeFactOnce(crashingAt(read, 1, 'after'), CHARGES, CHARGE_TOTALS, charge('job-d', 'a.wav', 2)));

@@ -385,10 +385,7 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
   };
 
   // One transaction, one commit, for a page of replayed documents, or a batch of the projector's.
-  const putAll = db.transaction((collection: string, writes: readonly { doc: Doc; expectedRev: number | null }[]) =>
-    writes.map((w) => put(collection, w.doc, w.expectedRev)),
-  );
-  const putAcrossAll = db.transaction((writes: readonly CollectionWrite[]) => writes.map((w) => put(w.collection, w.doc, w.expectedRev)));
+  const putAll = db.transaction((writes: readonly CollectionWrite[]) => writes.map((w) => put(w.collection, w.doc, w.expectedRev)));
 
   const snapshotQueries = (maxLagMs = 20, memoBytes = 64 << 20, moves?: () => number): ReadQueries => {
     if (db.memory) return queries;
@@ -411,13 +408,9 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
       checkpointWhenIdle();
       return put(collection, doc, expectedRev);
     },
-    async putMany(collection, writes) {
+    async putMany(writes) {
       checkpointWhenIdle();
-      return putAll(collection, writes);
-    },
-    async putAcross(writes) {
-      checkpointWhenIdle();
-      return putAcrossAll(writes);
+      return putAll(writes);
     },
     async ensureIndex(collection, fields) {
       const ddl = indexDdl(collection, fields);

@@ -1,5 +1,6 @@
 import { MongoServerError, type Db, type Document, type IndexSpecification } from 'mongodb';
 import type { Doc, Filter, FindOptions, ReadStore } from '../../ports/read-store';
+import { keyedSerial } from '../../app/keyed-serial';
 
 /**
  * The MongoDB ReadStore: one collection per read-model collection, the document's `_id` as the
@@ -146,24 +147,11 @@ export function createMongoReadStore(db: Db): ReadStore {
         .find({ _id: { $in: [...ids] } })
         .toArray()) as Doc[];
     },
-    async putMany(collection, writes) {
+    async putMany(writes) {
       // Independent documents: the compare-and-set of each is what matters, not one transaction.
-      return Promise.all(writes.map((w) => store.put(collection, w.doc, w.expectedRev)));
-    },
-    async putAcross(writes) {
       // Different documents side by side; the writes to one document in the order given.
-      const chains = new Map<string, Promise<unknown>>();
-      return Promise.all(
-        writes.map((w) => {
-          const key = `${w.collection}\n${w.doc._id}`;
-          const result = (chains.get(key) ?? Promise.resolve()).then(() => store.put(w.collection, w.doc, w.expectedRev));
-          chains.set(
-            key,
-            result.catch(() => undefined),
-          );
-          return result;
-        }),
-      );
+      const inOrder = keyedSerial();
+      return Promise.all(writes.map((w) => inOrder(`${w.collection}\n${w.doc._id}`, () => store.put(w.collection, w.doc, w.expectedRev))));
     },
     async sum(collection, filter: Filter, field) {
       const [row] = await collectionOf(collection)
