@@ -398,8 +398,7 @@ function waitsOf(before: string, after: string): AcceptWaits {
       });
   const earlier = appendCounts(before);
   const counts = appendCounts(after).map(([le, n], i): [number, number] => [le, n - (earlier[i]?.[1] ?? 0)]);
-  const total = counts.length > 0 ? counts[counts.length - 1][1] : 0;
-  const appendP99 = counts.find(([, n]) => total > 0 && n >= 0.99 * total)?.[0] ?? NaN;
+  const appendP99 = counts.length > 0 && counts[counts.length - 1][1] > 0 ? bucketQuantile(counts, 0.99) : NaN;
   const loopDelayP99 = Object.fromEntries(
     [...after.matchAll(/^nodejs_eventloop_lag_p99_seconds(?:\{([^}]*)\})? ([\d.e+-]+)/gm)].map((m) => [
       /process="([^"]+)"/.exec(m[1] ?? '')?.[1] ?? 'mean of the processes',
@@ -409,8 +408,13 @@ function waitsOf(before: string, after: string): AcceptWaits {
   return { appendP99, loopDelayP99 };
 }
 
-/** p50 and p99 per read model from `projection_lag_seconds` buckets (the upper bound of the bucket holding the quantile). */
-/** p50 and p99 per read model of `projection_lag_seconds`, from the counts added since `before` (another scrape). */
+/** The upper bound of the bucket holding quantile `q`, from a histogram's cumulative `[le, count]` buckets. */
+function bucketQuantile(buckets: readonly (readonly [number, number])[], q: number): number {
+  const total = buckets[buckets.length - 1][1];
+  return buckets.find(([, n]) => n >= q * total)?.[0] ?? Infinity;
+}
+
+/** p50 and p99 per read model of `projection_lag_seconds` (see `bucketQuantile`), from the counts added since `before` (another scrape). */
 function lagOf(metrics: string, before = '') {
   const counts = (text: string) => {
     const buckets = new Map<string, [number, number][]>();
@@ -428,11 +432,9 @@ function lagOf(metrics: string, before = '') {
       list.map(([le, n], i): [number, number] => [le, n - (earlier.get(model)?.[i]?.[1] ?? 0)]),
     ]),
   );
-  const quantile = (list: [number, number][], q: number) => {
-    const total = list[list.length - 1][1];
-    return list.find(([, n]) => n >= q * total)?.[0] ?? Infinity;
-  };
-  return Object.fromEntries([...buckets].map(([model, list]) => [model, { p50: quantile(list, 0.5), p99: quantile(list, 0.99) }]));
+  return Object.fromEntries(
+    [...buckets].map(([model, list]) => [model, { p50: bucketQuantile(list, 0.5), p99: bucketQuantile(list, 0.99) }]),
+  );
 }
 
 async function startChild(name: string, args: string[]): Promise<Started> {
