@@ -114,17 +114,17 @@ export async function projectBatch(
   models: readonly ReadModel[],
   events: readonly StoredEvent[],
 ): Promise<void> {
-  const read: { model: ReadModel; events: StoredEvent[] }[] = [];
+  const handled: { model: ReadModel; events: StoredEvent[] }[] = [];
   const plans: DocumentPlan[] = [];
   for (const model of models) {
     const { streams, facts } = byDocument(model, events);
     for (const [id, e] of facts) await writeFact(deps.read, model, id, e);
     if (streams.size > 0) plans.push(await planDocuments(deps, model.name, streams, model.evolve));
-    read.push({ model, events: [...facts.map(([, e]) => e), ...[...streams.values()].flat()] });
+    handled.push({ model, events: [...facts.map(([, e]) => e), ...[...streams.values()].flat()] });
   }
-  if (plans.length > 0) await writePlans(deps, plans);
+  await writePlans(deps, plans);
   if (!deps.observeLag) return;
-  for (const { model, events: its } of read) for (const e of its) deps.observeLag(model.name, secondsSince(e.createdAt));
+  for (const { model, events: its } of handled) for (const e of its) deps.observeLag(model.name, secondsSince(e.createdAt));
 }
 
 /** A fact model's document for `event` (null: the event makes none). */
