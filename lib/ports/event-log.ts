@@ -33,6 +33,14 @@ export interface SubscribeOptions {
    * store with the reason, and the checkpoint moves past it. Default 5.
    */
   readonly maxAttempts?: number;
+  /**
+   * Awaited before the group records a position past events this member handled (the embedded
+   * log's checkpoint, Kafka's offset commit). A handler whose writes are acknowledged before they
+   * are durable (the projector's read store) makes them durable here: a power cut must not leave
+   * the position past writes it lost. If it rejects, nothing is recorded and the next try calls it
+   * again.
+   */
+  readonly beforeCheckpoint?: () => Promise<void>;
   /** At most this many events taken on but not yet settled; delivery pauses beyond it. Default 512. */
   readonly maxInFlight?: number;
   /**

@@ -97,5 +97,12 @@ export interface ReadStore extends ReadQueries {
   deleteMany(collection: string, filter: Filter): Promise<number>;
   /** Removes every document of the collection (replay). */
   clear(collection: string): Promise<void>;
+  /**
+   * Makes every write acknowledged so far survive a power cut. An adapter may acknowledge writes
+   * before they reach the disk (SQLite's WAL at `synchronous = NORMAL`); the projector flushes
+   * before its consumer group records a position past them (`SubscribeOptions.beforeCheckpoint`),
+   * so that position never outlives the documents it stands for.
+   */
+  flush(): Promise<void>;
   close(): Promise<void>;
 }

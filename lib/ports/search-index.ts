@@ -90,5 +90,7 @@ export interface SearchIndex {
   search(query: SearchQuery): Promise<SearchHit[]>;
   /** Removes every entry of every drive (replay). */
   clear(): Promise<void>;
+  /** Makes every upsert and removal acknowledged so far survive a power cut (see `ReadStore.flush`). */
+  flush(): Promise<void>;
   close(): Promise<void>;
 }

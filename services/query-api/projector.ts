@@ -66,8 +66,16 @@ export async function startProjector(deps: ProjectorDeps): Promise<LogSubscripti
         );
       return { settled };
     },
-    { concurrency: deps.concurrency ?? 4, onFatal: deps.onFatal },
+    { concurrency: deps.concurrency ?? 4, onFatal: deps.onFatal, beforeCheckpoint: () => flushReadSide(deps) },
   );
+}
+
+/**
+ * The read store and the search index acknowledge writes before they reach the disk (one fsync per
+ * checkpoint, not per batch); the group's checkpoint moves past events only after this.
+ */
+async function flushReadSide(deps: ProjectorDeps): Promise<void> {
+  await Promise.all([deps.read.flush(), deps.search?.index.flush()]);
 }
 
 /** The search indexer's share of the projector's dependencies; null without a search index. */

@@ -34,6 +34,10 @@ export async function replayReadModels(deps: ReplayDeps, models: readonly ReadMo
     },
     models,
   );
+  // The marker says the models are whole: the search index is another file, and neither need be
+  // on the disk yet (ReadStore.flush), so both are made durable before it is written.
+  await Promise.all([deps.read.flush(), search?.index.flush()]);
   await markBuilt(deps.read, search ? [...READ_MODELS, SEARCH] : READ_MODELS);
+  await deps.read.flush();
   return result;
 }

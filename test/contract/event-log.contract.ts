@@ -199,6 +199,43 @@ export function describeEventLogContract(name: string, factory: () => Promise<Ev
       assert.ok(!has(second, 'DONE'), 'an event whose settled resolved is not delivered again');
     });
 
+    it('records a position only once beforeCheckpoint resolves: while it rejects, the group gets the events again', async () => {
+      const first: StoredEvent[] = [];
+      let calls = 0;
+      const failing = await collect('durable', first, undefined, {
+        beforeCheckpoint: async () => {
+          calls++;
+          throw new Error('the read store cannot sync');
+        },
+      });
+      await h.produce(key('a'), ['A1', 'A2']);
+      await waitFor(() => first.length >= 2, { ...wait, what: 'both events handled' });
+      await waitFor(() => calls >= 1, { ...wait, what: 'a checkpoint tried' });
+      await unsubscribe(failing);
+
+      // Handled, but never made durable: a new member of the group starts before them.
+      const second: StoredEvent[] = [];
+      let handledAtFlush = -1;
+      const synced = await collect('durable', second, undefined, {
+        beforeCheckpoint: async () => {
+          handledAtFlush = second.length;
+        },
+      });
+      await waitFor(() => second.length >= 2, { ...wait, what: 'the events again' });
+      assert.deepEqual(typesOf(second, 'a'), ['A1', 'A2']);
+      await waitFor(() => handledAtFlush >= 2, { ...wait, what: 'a checkpoint after both events' });
+      // And again for what comes after: each checkpoint is tried, not only the first.
+      await h.produce(key('a'), ['A3']);
+      await waitFor(() => handledAtFlush >= 3, { ...wait, what: 'a checkpoint after A3' });
+      await unsubscribe(synced);
+
+      await h.produce(key('a'), ['A4']);
+      const third: StoredEvent[] = [];
+      await collect('durable', third);
+      await waitFor(() => has(third, 'A4'), { ...wait, what: 'A4' });
+      assert.deepEqual(typesOf(third, 'a'), ['A4'], 'events checkpointed after beforeCheckpoint resolved are not delivered again');
+    });
+
     it('tells a watermark listener the low-water mark on registration and each time it moves, never past an unsettled event', async function () {
       const seen: StoredEvent[] = [];
       let release: () => void = () => undefined;

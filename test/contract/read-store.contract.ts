@@ -130,6 +130,15 @@ export function describeReadStoreContract(
         assert.equal(await store.getJson('projects', 'nope'), null);
       });
 
+      it('flushes: what was written before reads the same after, and writes go on', async () => {
+        await store.put('projects', doc, null);
+        await store.flush();
+        assert.deepEqual(await store.get('projects', 'p1'), doc);
+        assert.equal(await store.put('projects', { ...doc, _rev: 1, name: 'After' }, 0), 'written');
+        await store.flush();
+        assert.equal((await store.get('projects', 'p1'))?.name, 'After');
+      });
+
       it('drops undefined fields, as JSON does', async () => {
         await store.put('projects', { _id: 'u', _rev: 0, gone: undefined }, null);
         assert.deepEqual(await store.get('projects', 'u'), { _id: 'u', _rev: 0 });

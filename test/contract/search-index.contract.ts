@@ -86,6 +86,12 @@ export function describeSearchIndexContract(
     });
     afterEach(async () => subject.cleanup());
 
+    it('flushes: what was upserted before is found the same after', async () => {
+      const before = await found('summer interview');
+      await index.flush();
+      assert.deepEqual(await found('summer interview'), before);
+    });
+
     describe('drives', function () {
       it('finds only the query drive’s entries, for the same name in two drives', async () => {
         assert.deepEqual(await found('summer interview'), ['project:summer']);

@@ -68,7 +68,10 @@ function counted(read: ReadStore, refuse: ReadonlySet<string> = new Set()) {
   return { store, writes };
 }
 
-async function parts(dir: string, refuse: ReadonlySet<string>) {
+/** Flushes of the read store and the search index, refused while their flag is set. */
+type FlushGate = { read: boolean; search: boolean; tries: number };
+
+async function parts(dir: string, refuse: ReadonlySet<string>, gate: FlushGate = { read: false, search: false, tries: 0 }) {
   const logger = pino({ level: 'silent' });
   const store = createSqliteEventStore({ path: join(dir, 'events.sqlite'), pollIntervalMs: 20 });
   const deadLetters = createSqliteDeadLetterStore({ path: join(dir, 'events.sqlite') });
@@ -77,13 +80,20 @@ async function parts(dir: string, refuse: ReadonlySet<string>) {
   const blobs = createLocalBlobStore({ root: join(dir, 'blobs') });
   const log = createEmbeddedEventLog({ store, logger, deadLetters, retryBaseMs: 20 });
   const { store: countedRead, writes } = counted(read, refuse);
+  const refusing = (refused: () => boolean, flush: () => Promise<void>) => async () => {
+    gate.tries += 1;
+    if (refused()) throw new Error('cannot sync');
+    return flush();
+  };
+  countedRead.flush = refusing(() => gate.read, read.flush);
+  const gatedSearch = { ...search, flush: refusing(() => gate.search, search.flush) };
   const lags: string[] = [];
   const projector = await startProjector({
     log,
     read: countedRead,
     store,
     logger,
-    search: { index: search, blobs },
+    search: { index: gatedSearch, blobs },
     observeLag: (model) => lags.push(model),
   });
   return { store, deadLetters, read, search, log, projector, writes, lags };
@@ -96,8 +106,12 @@ describe('projector batches', function () {
   beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'projector-batches-'))));
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  async function withProjector(refuse: ReadonlySet<string>, run: (ready: Awaited<ReturnType<typeof parts>>) => Promise<void>) {
-    const ready = await parts(dir, refuse);
+  async function withProjector(
+    refuse: ReadonlySet<string>,
+    run: (ready: Awaited<ReturnType<typeof parts>>) => Promise<void>,
+    gate?: FlushGate,
+  ) {
+    const ready = await parts(dir, refuse, gate);
     try {
       await run(ready);
     } finally {
@@ -148,5 +162,34 @@ describe('projector batches', function () {
       assert.ok(await read.get(PROJECTS, ids[2]));
       assert.equal(await read.get(PROJECTS, poison), null);
     });
+  });
+
+  it('moves its checkpoint past projected events only once the read store and the search index are flushed', async () => {
+    const gate: FlushGate = { read: false, search: false, tries: 0 };
+    await withProjector(
+      new Set(),
+      async ({ store, read }) => {
+        // Started (its start-up rebuild flushed too); from here neither file can sync.
+        Object.assign(gate, { read: true, search: true });
+        const ids = Array.from({ length: 5 }, (_, i) => `33333333-0000-4000-8000-${String(i).padStart(12, '0')}`);
+        await store.appendInOrder!(
+          ids.map((id) => ({ streamId: `project-${id}`, events: [projectCreated(id, id)], expected: 'no_stream' as const })),
+        );
+        await waitFor(async () => (await read.count(PROJECTS, {})) === 5, { timeoutMs: 10_000 });
+        const head = Number(store.headPosition());
+        // Projected, and readable, but neither file synced: the checkpoint stays where it was.
+        const triesFrom = gate.tries;
+        await waitFor(() => gate.tries >= triesFrom + 2, { timeoutMs: 5_000, what: 'two checkpoints tried' });
+        assert.equal(store.loadCheckpoint('projections'), null);
+        // The read store synced, the search index not yet: still not past them.
+        gate.read = false;
+        const searchFrom = gate.tries;
+        await waitFor(() => gate.tries >= searchFrom + 4, { timeoutMs: 5_000, what: 'two more checkpoints tried' });
+        assert.equal(store.loadCheckpoint('projections'), null);
+        gate.search = false;
+        await waitFor(() => (store.loadCheckpoint('projections') ?? 0) >= head, { timeoutMs: 5_000, what: 'the checkpoint at the head' });
+      },
+      gate,
+    );
   });
 });

@@ -65,7 +65,7 @@ function subscribeGroup(
   const group = groupOf(deps, name, handler, options, closing.signal);
   const start = deps.store.loadCheckpoint(name) ?? (options.startAt === 'latest' ? deps.store.headPosition() : 0);
   const mark = lowWaterMark(start);
-  const checkpoint = checkpointing(deps.store, group, mark);
+  const checkpoint = checkpointing(deps.store, group, mark, options.beforeCheckpoint);
   let running = true;
   const dispatch = dispatcher(group, lanes, mark);
   const feeding = feed(read, deps.store, start, mark, Math.max(1, options.maxInFlight ?? 512), group.closing, dispatch).catch(
@@ -89,7 +89,7 @@ function subscribeGroup(
       await feeding;
       await lanes.drained();
       // Not waiting for `settled`: one that never settles stays uncommitted and is redelivered.
-      checkpoint.save();
+      await checkpoint.save();
       onClosed();
     },
     status: () => ({ group: name, running, lag: lagBehind(deps.store, mark.position()) }),

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import type { CacheStats } from '../../observability/metrics';
 import type { CollectionWrite, Doc, Filter, FindOptions, PutOutcome, ReadQueries, ReadStore } from '../../ports/read-store';
-import { guardMethods, openDatabase, probeWritable, WRITE_PROBE_SCHEMA, type StoreFile } from './sqlite';
+import { guardMethods, openDatabase, probeWritable, syncWal, walAtNormal, WRITE_PROBE_SCHEMA, type StoreFile } from './sqlite';
 
 /**
  * The embedded ReadStore: one SQLite table of JSON documents in WAL mode. Filters become SQL over
@@ -333,7 +333,7 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
     opened.pragma('cache_size = -65536');
     opened.pragma('mmap_size = 268435456');
     if (options.readonly) return;
-    opened.pragma('journal_mode = WAL');
+    walAtNormal(opened);
     opened.pragma('busy_timeout = 5000');
     // A WAL emptied by a checkpoint is cut back to this size when it restarts.
     opened.pragma('journal_size_limit = 16777216');
@@ -428,6 +428,9 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
     },
     async probeWritable() {
       probeWritable(file, db, () => new Date());
+    },
+    async flush() {
+      syncWal(file, db, () => new Date());
     },
     async close() {
       clearTimeout(checkpointTimer);

@@ -1,6 +1,6 @@
 import { planSearch, snippet, containsAll, nameKey, typeOf, type Clause, type SearchPlan } from '../../app/snippet';
 import type { SearchEntry, SearchHit, SearchIndex, SearchQuery, SearchSort } from '../../ports/search-index';
-import { guardMethods, openDatabase, probeWritable, WRITE_PROBE_SCHEMA, type StoreFile } from './sqlite';
+import { guardMethods, openDatabase, probeWritable, syncWal, walAtNormal, WRITE_PROBE_SCHEMA, type StoreFile } from './sqlite';
 
 /**
  * The embedded SearchIndex: SQLite FTS5 in its own file (WAL, rebuilt by replay like the read store).
@@ -98,7 +98,7 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sqli
   const db = openDatabase(file, options, (opened) => {
     opened.pragma('cache_size = -65536');
     if (options.readonly) return;
-    opened.pragma('journal_mode = WAL');
+    walAtNormal(opened);
     opened.pragma('busy_timeout = 5000');
     if (options.maxPageCount) opened.pragma(`max_page_count = ${Math.floor(options.maxPageCount)}`);
     opened.exec(SCHEMA);
@@ -209,6 +209,9 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sqli
     },
     async probeWritable() {
       probeWritable(file, db, () => new Date());
+    },
+    async flush() {
+      syncWal(file, db, () => new Date());
     },
     async close() {
       db.close();

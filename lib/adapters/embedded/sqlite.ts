@@ -109,6 +109,38 @@ export function openDatabase(file: StoreFile, options: { readonly?: boolean }, s
 
 export const WRITE_PROBE_SCHEMA = 'CREATE TABLE IF NOT EXISTS write_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at TEXT NOT NULL)';
 
+const touchProbe = (db: Database.Database, now: () => Date) =>
+  db.prepare('INSERT INTO write_probe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at').run(now().toISOString());
+
+/**
+ * A file whose commits need not each be durable (the read store, the search index: what they
+ * hold can be projected again): WAL at `synchronous = NORMAL`, a commit reaching the WAL without
+ * an fsync. better-sqlite3 builds SQLite with that default for WAL files, but a connection that
+ * switched a new file to WAL reports FULL while behaving as NORMAL (measured with strace), so it
+ * is set here, where it can be read. Durability comes from `syncWal`.
+ */
+export function walAtNormal(db: Database.Database): void {
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+}
+
+/**
+ * Makes every commit so far on a `walAtNormal` file durable: at NORMAL a commit reaches the WAL
+ * but not the disk, so one commit at FULL (the write probe's row) syncs the WAL, and every frame
+ * written before it with it. One fsync, however many commits it covers.
+ */
+export function syncWal(file: StoreFile, db: Database.Database, now: () => Date): void {
+  if (db.memory || db.readonly) return;
+  guarded(file, () => {
+    db.pragma('synchronous = FULL');
+    try {
+      touchProbe(db, now);
+    } finally {
+      db.pragma('synchronous = NORMAL');
+    }
+  });
+}
+
 /**
  * Rejects with `unavailable` when the file cannot take a write. `BEGIN IMMEDIATE` alone passes on
  * a read-only file (SQLite only refuses the first write), and a rolled-back write never reaches
@@ -118,9 +150,7 @@ export const WRITE_PROBE_SCHEMA = 'CREATE TABLE IF NOT EXISTS write_probe (id IN
  */
 export function probeWritable(file: StoreFile, db: Database.Database, now: () => Date): void {
   if (db.readonly) throw storageFault(file, Object.assign(new Error('opened read-only'), { code: 'SQLITE_READONLY' }));
-  guarded(file, () =>
-    db.prepare('INSERT INTO write_probe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at').run(now().toISOString()),
-  );
+  guarded(file, () => touchProbe(db, now));
   if (db.memory) return;
   const { bavail, bsize } = statfsSync(dirname(file.path));
   if (bavail * bsize < MIN_FREE_BYTES) {

@@ -71,13 +71,17 @@ async function room(member: Member, payload: EachBatchPayload, maxInFlight: numb
 
 export type Commits = ReturnType<typeof committing>;
 
-/** Commits each partition's low-water mark of settled messages, one commit at a time. */
-export function committing(topic: string, link: GroupLink, offsets: OffsetTracker, log: Logger) {
+/**
+ * Commits each partition's low-water mark of settled messages, one commit at a time, after
+ * `beforeCommit` made what the handlers wrote up to them durable (`SubscribeOptions.beforeCheckpoint`).
+ */
+export function committing(topic: string, link: GroupLink, offsets: OffsetTracker, log: Logger, beforeCommit?: () => Promise<void>) {
   let inProgress: Promise<void> | null = null;
   const commitDue = async () => {
     const due = offsets.due();
     if (!link.controls || link.rebalancing || due.length === 0) return;
     try {
+      await beforeCommit?.();
       await link.controls.commit({ topics: [{ topic, partitions: due }] });
       offsets.committed(due);
     } catch (err) {

@@ -62,7 +62,7 @@ export async function subscribeKafka(
     options.onFatal?.(err);
   });
   await run(consumer, deps.topic, options, takingOn(member, link, Math.max(1, options.maxInFlight ?? 512)));
-  const commits = committing(deps.topic, link, member.lanes.offsets, member.log);
+  const commits = committing(deps.topic, link, member.lanes.offsets, member.log, options.beforeCheckpoint);
   const retryLetters = retryingLetters(member);
   const timers = [
     setInterval(() => void commits.commit(), deps.commitIntervalMs ?? 1_000),

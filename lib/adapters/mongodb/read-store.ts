@@ -1,4 +1,5 @@
 import { MongoServerError, type Db, type Document, type IndexSpecification } from 'mongodb';
+import { flushWrites } from './flush';
 import type { Doc, Filter, FindOptions, ReadStore } from '../../ports/read-store';
 import { keyedSerial } from '../../app/keyed-serial';
 
@@ -175,6 +176,7 @@ export function createMongoReadStore(db: Db): ReadStore {
     async clear(collection) {
       await collectionOf(collection).deleteMany({});
     },
+    flush: () => flushWrites(db),
     async close() {},
   };
   return store;

@@ -1,4 +1,5 @@
 import type { Collection, Db, Document } from 'mongodb';
+import { flushWrites } from './flush';
 import { containsAll, nameKey, planSearch, snippet, typeOf, type SearchPlan } from '../../app/snippet';
 import type { SearchEntry, SearchHit, SearchIndex, SearchQuery } from '../../ports/search-index';
 
@@ -140,6 +141,7 @@ export async function createMongoSearchIndex(db: Db, options: { collection?: str
     async clear() {
       await collection.deleteMany({});
     },
+    flush: () => flushWrites(db),
     async close() {},
   };
 }
