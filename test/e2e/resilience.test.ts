@@ -171,6 +171,102 @@ describe('e2e: resilience of the all-in-one service', function () {
     }
   });
 
+  it('kill -9 of the projector three times mid-burst: once it is back, the job list, the project list and search hold every import', async () => {
+    // 300 POSTs, then a search for each of their projects: more than a token's default minute.
+    const env = { DATA_DIR: mkdtempSync(join(tmpdir(), 'e2e-data-')), OUTBOUND_ALLOWLIST: '127.0.0.1', RATE_LIMIT_PER_MINUTE: '5000' };
+    const svc = await startService(env);
+    try {
+      const drive = await admin(env, 'drive', 'create', '--name', 'Projector crash drive');
+      const api = client(svc, drive.token);
+      const projectorPid = (): number | null => {
+        try {
+          const out = execFileSync('pgrep', ['-P', String(svc.child.pid), '-f', 'worker\\.[jt]s projector'], { encoding: 'utf8' }).trim();
+          return out ? Number(out.split('\n')[0]) : null;
+        } catch {
+          return null;
+        }
+      };
+      // Each import names its project with one word of its own, which search then has to find.
+      const nameOf = (i: number) => `crashburst${i}x`;
+      const accepted = new Map<string, string>();
+      let sent = 0;
+      const posting = Promise.all(
+        Array.from({ length: 20 }, async () => {
+          while (sent < 300) {
+            const i = sent++;
+            const res = await api.post('/jobs/import/project_media', {
+              project_name: nameOf(i),
+              add_media: { 'gone.wav': { url: media.missing } },
+            });
+            assert.equal(res.status, 201, `POST ${i}`);
+            accepted.set(((await res.json()) as { job_id: string }).job_id, nameOf(i));
+          }
+        }),
+      );
+      // Killed in the middle of catching up, each time once the supervisor has started a new one:
+      // stopped (SIGSTOP) while 90 more imports are accepted, so that events pile up, let go, and
+      // killed 10 ms later, with batches of them in flight and a checkpoint due.
+      const killed: number[] = [];
+      while (killed.length < 3) {
+        const pid = await waitFor(
+          () => {
+            const p = projectorPid();
+            return p !== null && !killed.includes(p) ? p : null;
+          },
+          { timeoutMs: 20_000, what: 'a running projector' },
+        );
+        process.kill(pid, 'SIGSTOP');
+        const from = accepted.size;
+        await waitFor(() => accepted.size >= Math.min(300, from + 90), { timeoutMs: 30_000, what: 'more imports accepted' });
+        process.kill(pid, 'SIGCONT');
+        await new Promise((r) => setTimeout(r, 10));
+        process.kill(pid, 'SIGKILL');
+        killed.push(pid);
+      }
+      await posting;
+      assert.equal(accepted.size, 300);
+
+      // Read models only: the job list and the project list are pages of the read store, search its index.
+      const listed = async <T>(path: string, key: 'data'): Promise<T[]> => {
+        const all: T[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = (await (
+            await api.get(`${path}${path.includes('?') ? '&' : '?'}limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+          ).json()) as {
+            data: T[];
+            pagination?: { next_cursor?: string | null };
+          };
+          all.push(...page[key]);
+          cursor = page.pagination?.next_cursor ?? undefined;
+        } while (cursor);
+        return all;
+      };
+      await waitFor(
+        async () => {
+          const jobs = await listed<{ job_id: string; job_state: string }>('/jobs', 'data');
+          const stopped = new Set(jobs.filter((j) => j.job_state === 'stopped').map((j) => j.job_id));
+          return [...accepted.keys()].every((id) => stopped.has(id));
+        },
+        { timeoutMs: 90_000, intervalMs: 250, what: 'every accepted job listed as stopped' },
+      );
+      const projects = new Set((await listed<{ name: string }>('/projects', 'data')).map((p) => p.name));
+      const unlisted = [...accepted.values()].filter((name) => !projects.has(name));
+      assert.deepEqual(unlisted, [], 'every project in the project list');
+      const unfound: string[] = [];
+      for (const name of accepted.values()) {
+        const res = await api.get(`/search?query=${name}&type=project`);
+        assert.equal(res.status, 200, `search for ${name}: ${await res.clone().text()}`);
+        const { results } = (await res.json()) as { results: { name: string }[] };
+        if (!results.some((r) => r.name === name)) unfound.push(name);
+      }
+      assert.deepEqual(unfound, [], 'every project found by search');
+    } finally {
+      svc.killAll('SIGTERM');
+      await svc.exited;
+    }
+  });
+
   it('kill -9 of the worker mid-render: the publish is rendered again by the restarted worker, and no partial render is left', async () => {
     const env = { DATA_DIR: mkdtempSync(join(tmpdir(), 'e2e-data-')), OUTBOUND_ALLOWLIST: '127.0.0.1', TRANSCRIBER: 'none' };
     const svc = await startService(env);
