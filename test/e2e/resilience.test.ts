@@ -52,10 +52,10 @@ describe('e2e: resilience of the all-in-one service', function () {
   after(async () => media?.close());
 
   const client = apiClient;
-  const workerPid = (svc: ServiceProcess): number | null => {
+  /** The pid of a worker `serve` supervises, by its part (bin/worker.ts): `jobs` or `projector`. */
+  const workerPid = (svc: ServiceProcess, part: 'jobs' | 'projector' = 'jobs'): number | null => {
     try {
-      // The jobs worker, not the projector (bin/worker.ts parts).
-      const out = execFileSync('pgrep', ['-P', String(svc.child.pid), '-f', 'worker\\.[jt]s jobs'], { encoding: 'utf8' }).trim();
+      const out = execFileSync('pgrep', ['-P', String(svc.child.pid), '-f', `worker\\.[jt]s ${part}`], { encoding: 'utf8' }).trim();
       return out ? Number(out.split('\n')[0]) : null;
     } catch {
       return null;
@@ -178,14 +178,7 @@ describe('e2e: resilience of the all-in-one service', function () {
     try {
       const drive = await admin(env, 'drive', 'create', '--name', 'Projector crash drive');
       const api = client(svc, drive.token);
-      const projectorPid = (): number | null => {
-        try {
-          const out = execFileSync('pgrep', ['-P', String(svc.child.pid), '-f', 'worker\\.[jt]s projector'], { encoding: 'utf8' }).trim();
-          return out ? Number(out.split('\n')[0]) : null;
-        } catch {
-          return null;
-        }
-      };
+
       // Each import names its project with one word of its own, which search then has to find.
       const nameOf = (i: number) => `crashburst${i}x`;
       const accepted = new Map<string, string>();
@@ -210,7 +203,7 @@ describe('e2e: resilience of the all-in-one service', function () {
       while (killed.length < 3) {
         const pid = await waitFor(
           () => {
-            const p = projectorPid();
+            const p = workerPid(svc, 'projector');
             return p !== null && !killed.includes(p) ? p : null;
           },
           { timeoutMs: 20_000, what: 'a running projector' },
