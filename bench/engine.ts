@@ -401,7 +401,7 @@ function waitsOf(before: string, after: string): AcceptWaits {
   const appendP99 = counts.length > 0 && counts[counts.length - 1][1] > 0 ? bucketQuantile(counts, 0.99) : NaN;
   const loopDelayP99 = Object.fromEntries(
     [...after.matchAll(/^nodejs_eventloop_lag_p99_seconds(?:\{([^}]*)\})? ([\d.e+-]+)/gm)].map((m) => [
-      /process="([^"]+)"/.exec(m[1] ?? '')?.[1] ?? 'mean of the processes',
+      /process="([^"]+)"/.exec(m[1] ?? '')?.[1] ?? 'serve',
       Number(m[2]),
     ]),
   );

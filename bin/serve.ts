@@ -13,7 +13,7 @@ import { ConfigError } from '../lib/config';
 import { routeByMethod } from '../lib/http/gateway';
 import { createHttpServer } from '../lib/http/listen';
 import { createMetrics } from '../lib/observability/metrics';
-import { timedAppends, withChildMetrics } from '../lib/observability/wiring';
+import { timedAppends, withChildMetrics, type ChildSeries } from '../lib/observability/wiring';
 import { runService } from '../lib/run-service';
 import { supervise, type Supervised } from '../lib/supervise';
 import { createApp as createCommandApp } from '../services/command-api/app';
@@ -150,7 +150,13 @@ function projectedSoFar(store: EventStore | SqliteEventStore): bigint | null {
 
 const JOBS_NICE = 10;
 
-type Workers = { appended(): void; appendedByJobs(): void; down(): string[]; metrics(): Promise<unknown[]>; stop(): Promise<void> };
+type Workers = {
+  appended(): void;
+  appendedByJobs(): void;
+  down(): string[];
+  metrics(): Promise<(ChildSeries | null)[]>;
+  stop(): Promise<void>;
+};
 
 /** The two children as one: appends wake both, metrics come from both, and both stop. */
 function both(projector: Supervised, jobs: Supervised): Workers {
@@ -164,7 +170,15 @@ function both(projector: Supervised, jobs: Supervised): Workers {
     appendedByJobs: () => projector.appended(),
     down: () => named.filter(([, w]) => !w.ready()).map(([name]) => name),
     // One list of series per child that answers.
-    metrics: async () => Promise.all(named.map(([, w]) => w.request('metrics').catch(() => null))),
+    metrics: async () =>
+      Promise.all(
+        named.map(([name, w]) =>
+          w.request('metrics').then(
+            (series) => ({ process: name, series }),
+            () => null,
+          ),
+        ),
+      ),
     stop: async () => void (await Promise.all([jobs.stop(), projector.stop()])),
   };
 }

@@ -88,23 +88,45 @@ export function watchLag(metrics: Metrics, subscriptions: readonly LogSubscripti
   return { stop: () => clearInterval(timer) };
 }
 
+/** One worker process's series, as it reports them over IPC, and which part it is (`projector`, `jobs`). */
+export type ChildSeries = { readonly process: string; readonly series: unknown };
+
+type Series = MetricObjectWithValues<MetricValue<string>>[];
+
 /**
- * The metrics `GET /metrics` serves in the all-in-one mode: this process's, plus those each
- * worker process reports over IPC (jobs, lag, dead letters), merged by prom-client's aggregator
- * (counters and histograms summed, as across cluster workers). A child that does not answer is
- * left out.
+ * A process's series with a `process` label on those that summing would not make right: what
+ * prom-client averages, keeps the least or most of, or takes one of across processes (the event
+ * loop's delay, the heap, the version). An average of a busy event loop and two idle ones said
+ * nothing about either; each process's own value is what an operator compares.
+ */
+function labelledAsIts(series: Series, process: string): Series {
+  return series.map((metric) =>
+    (metric.aggregator ?? 'sum') === 'sum'
+      ? metric
+      : { ...metric, values: metric.values.map((v) => ({ ...v, labels: { ...v.labels, process } })) },
+  );
+}
+
+/**
+ * The metrics `GET /metrics` serves in the all-in-one mode: this process's (`serve`), plus those
+ * each worker process reports over IPC (jobs, lag, dead letters), merged by prom-client's
+ * aggregator (counters and histograms summed, as across cluster workers; per-process gauges kept
+ * apart by a `process` label, see `labelledAsIts`). A child that does not answer is left out.
  */
 export function withChildMetrics(
   own: Metrics,
-  children: () => Promise<readonly unknown[]>,
+  children: () => Promise<readonly (ChildSeries | null)[]>,
 ): Pick<Metrics, 'registry' | 'httpRequestDuration'> {
   class Combined extends Registry {
     override async metrics(): Promise<string> {
-      type Series = MetricObjectWithValues<MetricValue<string>>[];
-      const theirs = (await children().catch(() => [])).filter(Array.isArray) as Series[];
+      const answered: readonly (ChildSeries | null)[] = await children().catch(() => []);
+      const theirs = answered.filter((c): c is ChildSeries => c !== null && Array.isArray(c.series));
       if (theirs.length === 0) return own.registry.metrics();
       const ours = (await own.registry.getMetricsAsJSON()) as Series;
-      return AggregatorRegistry.aggregate([ours, ...theirs]).metrics();
+      return AggregatorRegistry.aggregate([
+        labelledAsIts(ours, 'serve'),
+        ...theirs.map((c) => labelledAsIts(c.series as Series, c.process)),
+      ]).metrics();
     }
   }
   return { registry: new Combined(), httpRequestDuration: own.httpRequestDuration };

@@ -78,6 +78,10 @@ describe('e2e: the service process', function () {
       assert.ok(value('read_cache_entries{cache="job_answers"}') >= 1, metrics);
       assert.ok(value('read_cache_entries{cache="document_texts"}') >= 0, metrics);
       assert.ok(value('read_cache_lookups_total{cache="document_texts",result="miss"}') >= 1, metrics);
+      // Each process's event loop delay, not their mean: serve and both workers it supervises.
+      for (const process of ['serve', 'projector', 'jobs']) {
+        assert.ok(value(`nodejs_eventloop_lag_p99_seconds{process="${process}"}`) >= 0, metrics);
+      }
       // The event store's appends as the processes saw them: the accept's, and the worker's (merged in).
       assert.ok(value('event_store_append_seconds_count{outcome="ok"}') >= 5, metrics);
     } finally {

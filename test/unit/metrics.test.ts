@@ -8,7 +8,7 @@ import { AppError } from '../../lib/domain/errors';
 import { createApiApp } from '../../lib/http/app';
 import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
 import { createMetrics, type Metrics } from '../../lib/observability/metrics';
-import { timedAppends } from '../../lib/observability/wiring';
+import { timedAppends, withChildMetrics } from '../../lib/observability/wiring';
 
 // ---- test doubles -------------------------------------------------------------------------
 
@@ -177,5 +177,23 @@ describe('metrics: Prometheus registry per service', () => {
     a.relayLag.set(5);
     assert.ok(sample(await a.registry.metrics(), 'relay_lag_events')?.endsWith(' 5'));
     assert.ok(sample(await b.registry.metrics(), 'relay_lag_events')?.endsWith(' 0'));
+  });
+});
+
+describe('metrics of the all-in-one mode (withChildMetrics)', () => {
+  it('sums counters over the processes, and keeps each process’s event loop delay apart, by a process label', async () => {
+    const own = createMetrics();
+    const child = createMetrics();
+    own.jobsTotal.inc({ job_type: 'import/project_media', outcome: 'success' }, 2);
+    child.jobsTotal.inc({ job_type: 'import/project_media', outcome: 'success' }, 3);
+    const combined = withChildMetrics(own, async () => [{ process: 'jobs', series: await child.registry.getMetricsAsJSON() }, null]);
+    const text = await combined.registry.metrics();
+    assert.match(text, /^jobs_total\{job_type="import\/project_media",outcome="success"\} 5$/m);
+    assert.doesNotMatch(text, /^jobs_total\{[^}]*process=/m);
+    for (const process of ['serve', 'jobs']) {
+      assert.match(text, new RegExp(`^nodejs_eventloop_lag_p99_seconds\\{process="${process}"\\} [\\d.e+-]+$`, 'm'));
+    }
+    // Summed, not averaged: the CPU of all the processes.
+    assert.match(text, /^process_cpu_seconds_total [\d.e+-]+$/m);
   });
 });
