@@ -429,9 +429,7 @@ export function createSqliteReadStore(options: SqliteReadStoreOptions): SqliteRe
     async probeWritable() {
       probeWritable(file, db, () => new Date());
     },
-    async flush() {
-      syncWal(file, db, () => new Date());
-    },
+    flush: () => syncWal(db),
     async close() {
       clearTimeout(checkpointTimer);
       snapshot?.db.close();

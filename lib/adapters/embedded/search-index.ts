@@ -210,9 +210,7 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sqli
     async probeWritable() {
       probeWritable(file, db, () => new Date());
     },
-    async flush() {
-      syncWal(file, db, () => new Date());
-    },
+    flush: () => syncWal(db),
     async close() {
       db.close();
     },
