@@ -121,7 +121,7 @@ export function withChildMetrics(
     override async metrics(): Promise<string> {
       const answered: readonly (ChildSeries | null)[] = await children().catch(() => []);
       const theirs = answered.filter((c): c is ChildSeries => c !== null && Array.isArray(c.series));
-      if (theirs.length === 0) return own.registry.metrics();
+      // Labelled even when no child answers (one being restarted): a series keeps its labels.
       const ours = (await own.registry.getMetricsAsJSON()) as Series;
       return AggregatorRegistry.aggregate([
         labelledAsIts(ours, 'serve'),

@@ -6,7 +6,7 @@ import { prepareModels, projectBatch, projectEvent, PROJECTIONS_GROUP, secondsSi
 import { turnBatches } from '../../lib/app/turn-batch';
 import type { StoredEvent } from '../../lib/ports/event-store';
 import { READ_MODELS } from './read-models';
-import { replayReadModels, SEARCH } from './replay';
+import { flushReadSide, replayReadModels, SEARCH } from './replay';
 import { indexEvent, indexPage, type IndexerDeps } from './search-indexer';
 import type { BlobStore } from '../../lib/ports/blob-store';
 import type { SearchIndex } from '../../lib/ports/search-index';
@@ -66,16 +66,8 @@ export async function startProjector(deps: ProjectorDeps): Promise<LogSubscripti
         );
       return { settled };
     },
-    { concurrency: deps.concurrency ?? 4, onFatal: deps.onFatal, beforeCheckpoint: () => flushReadSide(deps) },
+    { concurrency: deps.concurrency ?? 4, onFatal: deps.onFatal, beforeCheckpoint: () => flushReadSide(deps) }, // one fsync per file per checkpoint, not per batch
   );
-}
-
-/**
- * The read store and the search index acknowledge writes before they reach the disk (one fsync per
- * checkpoint, not per batch); the group's checkpoint moves past events only after this.
- */
-async function flushReadSide(deps: ProjectorDeps): Promise<void> {
-  await Promise.all([deps.read.flush(), deps.search?.index.flush()]);
 }
 
 /** The search indexer's share of the projector's dependencies; null without a search index. */

@@ -36,8 +36,17 @@ export async function replayReadModels(deps: ReplayDeps, models: readonly ReadMo
   );
   // The marker says the models are whole: the search index is another file, and neither need be
   // on the disk yet (ReadStore.flush), so both are made durable before it is written.
-  await Promise.all([deps.read.flush(), search?.index.flush()]);
+  await flushReadSide(deps);
   await markBuilt(deps.read, search ? [...READ_MODELS, SEARCH] : READ_MODELS);
   await deps.read.flush();
   return result;
+}
+
+/**
+ * Makes what the read store and the search index acknowledged durable (`ReadStore.flush`): they
+ * acknowledge writes before the disk has them, so anything that records "built up to here"
+ * (the projector's checkpoint, replay's marker) flushes them first.
+ */
+export async function flushReadSide(deps: { read: ReadStore; search?: { index: SearchIndex } }): Promise<void> {
+  await Promise.all([deps.read.flush(), deps.search?.index.flush()]);
 }

@@ -196,4 +196,9 @@ describe('metrics of the all-in-one mode (withChildMetrics)', () => {
     // Summed, not averaged: the CPU of all the processes.
     assert.match(text, /^process_cpu_seconds_total [\d.e+-]+$/m);
   });
+
+  it('labels this process’s event loop delay the same while no worker answers (one being restarted)', async () => {
+    const combined = withChildMetrics(createMetrics(), async () => [null, null]);
+    assert.match(await combined.registry.metrics(), /^nodejs_eventloop_lag_p99_seconds\{process="serve"\} [\d.e+-]+$/m);
+  });
 });
