@@ -37,6 +37,8 @@ export async function build(): Promise<void> {
   await exec(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json')], { cwd: ROOT }).catch((err: { stdout?: string }) => {
     throw new Error(`the build failed (tsc -p tsconfig.build.json):\n${err.stdout ?? err}`);
   });
+  // The CLI (dist/bin/mps.js) is esbuild's, as `npm run build` makes it.
+  await exec(process.execPath, [join(ROOT, 'dist', 'bin', 'bundle-cli.js')], { cwd: ROOT });
 }
 
 /** `node dist/bin/admin.js …` against `DATA_DIR`; returns its JSON output. */
