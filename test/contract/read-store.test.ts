@@ -94,7 +94,7 @@ describe('ReadStore: embedded, its write-ahead log', () => {
 
   it('is copied back into the database once writes pause, even when a reader held it open at the last commit', async () => {
     const path = join(dir, 'read.sqlite');
-    const store = createSqliteReadStore({ path, idleCheckpointMs: 50 });
+    const store = createSqliteReadStore({ path, checkpoints: { idleMs: 50 } });
     const reader = new Database(path, { readonly: true });
     try {
       // A reader inside a read transaction pins the frames the last commit's automatic checkpoint would copy.
@@ -218,7 +218,7 @@ describe('ReadStore: embedded, the API’s snapshot reads', () => {
 
   it('reads this process’s writes at once and another’s soon after, and never keeps the WAL from being copied back', async () => {
     const path = join(dir, 'read.sqlite');
-    const store = createSqliteReadStore({ path, idleCheckpointMs: 50 });
+    const store = createSqliteReadStore({ path, checkpoints: { idleMs: 50 } });
     const other = createSqliteReadStore({ path }); // another process's connection, as the replay CLI's
     const view = store.snapshotQueries(30);
     try {

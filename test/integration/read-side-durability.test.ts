@@ -15,9 +15,18 @@ import { hasTool } from '../fixtures/tools';
 const FIXTURE = join(__dirname, '../fixtures/read-side-writes.ts');
 
 type Syncs = { total: number; wal: number };
+type Mode = 'flush' | 'no-flush' | 'checkpoints';
 
-/** The fsyncs the fixture made between its "opened" and "written" lines. */
-function syncsWhileWriting(kind: 'read' | 'search', commits: number, flush: boolean): Syncs {
+/** The fsyncs the fixture made between its "opened" and "written" lines (all threads). */
+function syncsWhileWriting(kind: 'read' | 'search', commits: number, mode: Mode): Syncs {
+  const syncs = tracedWrites(kind, commits, mode).syncs;
+  return { total: syncs.length, wal: syncs.filter((l) => l.file.endsWith('-wal')).length };
+}
+
+type Sync = { thread: number; file: string };
+
+/** The fsyncs between the fixture's two lines, each with its thread and its file; `main`: the event loop's thread. */
+function tracedWrites(kind: 'read' | 'search', commits: number, mode: Mode, bytes = 0): { main: number; syncs: Sync[] } {
   const dir = mkdtempSync(join(tmpdir(), 'read-side-durability-'));
   try {
     const trace = join(dir, 'trace');
@@ -38,7 +47,8 @@ function syncsWhileWriting(kind: 'read' | 'search', commits: number, flush: bool
         kind,
         file,
         String(commits),
-        flush ? 'flush' : 'no-flush',
+        mode,
+        String(bytes),
       ],
       { stdio: 'ignore', timeout: 60_000 },
     );
@@ -46,8 +56,13 @@ function syncsWhileWriting(kind: 'read' | 'search', commits: number, flush: bool
     const from = lines.findIndex((l) => /write\(1<[^>]*>, "opened\\n"/.test(l));
     const to = lines.findIndex((l) => /write\(1<[^>]*>, "written\\n"/.test(l));
     assert.ok(from >= 0 && to > from, 'the fixture printed both lines');
-    const syncs = lines.slice(from, to).filter((l) => /\b(fsync|fdatasync)\(/.test(l));
-    return { total: syncs.length, wal: syncs.filter((l) => l.includes(`${file}-wal>`)).length };
+    // With -f each line starts with its thread's id; the process's first line is its main thread's.
+    const threadOf = (line: string) => Number(/^(\d+)/.exec(line)?.[1]);
+    const syncs = lines
+      .slice(from, to)
+      .filter((l) => /\b(fsync|fdatasync)\(/.test(l))
+      .map((l) => ({ thread: threadOf(l), file: /\((?:\d+)<([^>]*)>/.exec(l)?.[1] ?? '' }));
+    return { main: threadOf(lines[0]), syncs };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -77,11 +92,26 @@ describe('read side durability (strace)', function () {
     const what = kind === 'read' ? 'the read store' : 'the search index';
 
     it(`${what}: commits alone make no fsync, however many`, () => {
-      assert.deepEqual(syncsWhileWriting(kind, 40, false), { total: 0, wal: 0 });
+      assert.deepEqual(syncsWhileWriting(kind, 40, 'no-flush'), { total: 0, wal: 0 });
     });
 
     it(`${what}: flush syncs its write-ahead log once, for every commit before it`, () => {
-      assert.deepEqual(syncsWhileWriting(kind, 40, true), { total: 1, wal: 1 });
+      assert.deepEqual(syncsWhileWriting(kind, 40, 'flush'), { total: 1, wal: 1 });
+    });
+
+    it(`${what}: past a thousand WAL pages, the commits' thread never checkpoints; a thread of its own copies the WAL back`, () => {
+      // 300 commits of ~16 KB: some 1,500 pages, past SQLite's own checkpoint at 1,000.
+      const { main, syncs } = tracedWrites(kind, 300, 'checkpoints', 16_000);
+      assert.deepEqual(
+        syncs.filter((s) => s.thread === main),
+        [],
+        'no fsync on the event loop’s thread',
+      );
+      // A checkpoint ends with an fsync of the database file, which nothing else syncs.
+      assert.ok(
+        syncs.some((s) => s.file.endsWith(`${kind}.sqlite`)),
+        `a checkpoint copied the WAL back into the database file: ${JSON.stringify(syncs)}`,
+      );
     });
   }
 });

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
-import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { createBatchCommitter, toFailure, type AppendRequest, type BatchReply, type EventDbOptions, type FailureData } from './event-batch';
+import { startWorker } from './threads';
 
 /**
  * Where the event store's batches are committed. better-sqlite3 is synchronous, so a commit on
@@ -35,10 +35,6 @@ export function inlineWriter(db: Database.Database): EventWriter {
 /** Commits between checkpoints: about a thousand WAL pages when batches are large. */
 const CHECKPOINT_EVERY_COMMITS = 32;
 
-// From sources (tsx: tests, the CLI in development) the threads need the same TypeScript loader.
-const FROM_SOURCES = __filename.endsWith('.ts');
-const ENTRY = join(__dirname, `event-writer-thread${FROM_SOURCES ? '.ts' : '.js'}`);
-
 type Thread = { worker: Worker; closed: Promise<void> };
 
 function startThread(
@@ -48,12 +44,8 @@ function startThread(
   onExit: (err: Error) => void,
   socketPath?: string,
 ): Thread {
-  const worker = new Worker(ENTRY, {
-    workerData: { path, options, role, socketPath },
-    ...(FROM_SOURCES ? { execArgv: ['--require', require.resolve('tsx/cjs')] } : {}),
-  });
   // Referenced only while a batch is in flight: an idle store does not keep the process alive.
-  worker.unref();
+  const worker = startWorker('event-writer-thread', { path, options, role, socketPath });
   const closed = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
   worker.on('error', onExit);
   worker.on('exit', (code) => onExit(new Error(`the event store's ${role} thread stopped (exit code ${code})`)));

@@ -1,6 +1,7 @@
 import { planSearch, snippet, containsAll, nameKey, typeOf, type Clause, type SearchPlan } from '../../app/snippet';
 import type { SearchEntry, SearchHit, SearchIndex, SearchQuery, SearchSort } from '../../ports/search-index';
 import { guardMethods, openDatabase, probeWritable, syncWal, walAtNormal, WRITE_PROBE_SCHEMA, type StoreFile } from './sqlite';
+import { leaveCheckpointsToThread, walCheckpointer, type WalCheckpointOptions } from './wal-checkpointer';
 
 /**
  * The embedded SearchIndex: SQLite FTS5 in its own file (WAL, rebuilt by replay like the read store).
@@ -90,7 +91,13 @@ export interface SqliteSearchIndex extends SearchIndex {
   queryPlan(query: SearchQuery): Promise<string[]>;
 }
 
-export type SqliteSearchIndexOptions = { path: string; readonly?: boolean; maxPageCount?: number };
+export type SqliteSearchIndexOptions = {
+  path: string;
+  readonly?: boolean;
+  maxPageCount?: number;
+  /** When the WAL is copied back into the database, on a thread of its own (wal-checkpointer.ts). */
+  checkpoints?: WalCheckpointOptions;
+};
 
 export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): SqliteSearchIndex {
   // Faults read "the read store …": the index is part of the read side and replay rebuilds it.
@@ -99,6 +106,7 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sqli
     opened.pragma('cache_size = -65536');
     if (options.readonly) return;
     walAtNormal(opened);
+    leaveCheckpointsToThread(opened);
     opened.pragma('busy_timeout = 5000');
     if (options.maxPageCount) opened.pragma(`max_page_count = ${Math.floor(options.maxPageCount)}`);
     opened.exec(SCHEMA);
@@ -185,12 +193,16 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sqli
       .map((row) => hitOf(row, plan)),
   );
 
+  const checkpoints = options.readonly || db.memory ? null : walCheckpointer(db, options.checkpoints);
+
   return guardMethods<SqliteSearchIndex>(file, {
     async upsert(entries) {
       upsertAll(entries);
+      checkpoints?.committed();
     },
     async remove(ids) {
       removeAll(ids);
+      checkpoints?.committed();
     },
     async search(query) {
       const plan = planSearch(query);
@@ -206,12 +218,14 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sqli
     },
     async clear() {
       clearAll();
+      checkpoints?.committed();
     },
     async probeWritable() {
       probeWritable(file, db, () => new Date());
     },
     flush: () => syncWal(db),
     async close() {
+      await checkpoints?.close();
       db.close();
     },
   });
