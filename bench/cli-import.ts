@@ -16,7 +16,7 @@ import { admin, build, ROOT, stop, type Started } from './processes';
  */
 
 const exec = promisify(execFile);
-const ROUNDS = Math.max(1, Number(process.env.BENCH_CLI_ROUNDS ?? 5));
+const ROUNDS = Math.max(1, Number(process.env.BENCH_CLI_ROUNDS ?? 9));
 
 /**
  * Medians, and each round's times (ms) in the order run: the machine's noise is seen in them.
