@@ -18,7 +18,7 @@ type Syncs = { total: number; wal: number };
 type Mode = 'flush' | 'no-flush' | 'checkpoints';
 
 /** The fsyncs the fixture made between its "opened" and "written" lines (all threads). */
-function syncsWhileWriting(kind: 'read' | 'search', commits: number, mode: Mode): Syncs {
+function syncsWhileWriting(kind: 'read' | 'search' | 'both', commits: number, mode: Mode): Syncs {
   const syncs = tracedWrites(kind, commits, mode).syncs;
   return { total: syncs.length, wal: syncs.filter((l) => l.file.endsWith('-wal')).length };
 }
@@ -26,7 +26,7 @@ function syncsWhileWriting(kind: 'read' | 'search', commits: number, mode: Mode)
 type Sync = { thread: number; file: string };
 
 /** The fsyncs between the fixture's two lines, each with its thread and its file; `main`: the event loop's thread. */
-function tracedWrites(kind: 'read' | 'search', commits: number, mode: Mode, bytes = 0): { main: number; syncs: Sync[] } {
+function tracedWrites(kind: 'read' | 'search' | 'both', commits: number, mode: Mode, bytes = 0): { main: number; syncs: Sync[] } {
   const dir = mkdtempSync(join(tmpdir(), 'read-side-durability-'));
   try {
     const trace = join(dir, 'trace');
@@ -114,4 +114,17 @@ describe('read side durability (strace)', function () {
       );
     });
   }
+
+  it('one checkpoint thread per process: the read store and the search index of a projector share it', () => {
+    const { main, syncs } = tracedWrites('both', 300, 'checkpoints', 16_000);
+    const databases = syncs.filter((s) => /\.sqlite(\.search)?$/.test(s.file));
+    assert.deepEqual(
+      new Set(databases.map((s) => s.file.replace(/.*\//, ''))),
+      new Set(['both.sqlite', 'both.sqlite.search']),
+      JSON.stringify(syncs),
+    );
+    const threads = new Set(databases.map((s) => s.thread));
+    assert.equal(threads.size, 1, `one thread synced both files: ${JSON.stringify(syncs)}`);
+    assert.ok(!threads.has(main));
+  });
 });

@@ -1,30 +1,36 @@
 import Database from 'better-sqlite3';
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 
 /**
- * The thread of wal-checkpointer.ts: a connection of its own to one file, which copies the WAL
- * back into the database when told. PASSIVE never waits for readers or writers (SQLite calls no
- * busy handler for it), so the connections committing on other threads are not held up; frames
- * it cannot copy now are copied by the next one.
+ * The thread of wal-checkpointer.ts: a connection of its own for each store it is told of, which
+ * copies that file's WAL back into the database when told. PASSIVE never waits for readers or
+ * writers (SQLite calls no busy handler for it), so the connections committing on other threads
+ * are not held up; frames it cannot copy now are copied by the next one.
  */
-const { path } = workerData as { path: string };
 const port = parentPort!;
-let db: Database.Database | undefined;
+/** A connection per store that asked (`user`): two stores of one file in a process close apart. */
+const connections = new Map<number, Database.Database>();
 
-port.on('message', (message: { checkpoint: true } | { close: true }) => {
-  if ('close' in message) {
-    db?.close();
+port.on('message', (message: { checkpoint: string; user: number } | { close: number } | { exit: true }) => {
+  if ('exit' in message) {
+    for (const db of connections.values()) db.close();
     port.close();
-    return;
+  } else if ('close' in message) {
+    connections.get(message.close)?.close();
+    connections.delete(message.close);
+  } else {
+    checkpoint(message.checkpoint, message.user);
+    port.postMessage({ user: message.user });
   }
-  let copied = false;
+});
+
+function checkpoint(path: string, user: number) {
   try {
-    db ??= new Database(path);
-    const [result] = db.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
-    copied = result.busy === 0;
+    let db = connections.get(user);
+    if (!db) connections.set(user, (db = new Database(path)));
+    db.pragma('wal_checkpoint(PASSIVE)');
   } catch {
     // Busy (another connection checkpoints) or a storage fault: the committing connections
     // surface faults; the next checkpoint, or their backstop, catches up.
   }
-  port.postMessage({ checkpointed: copied });
-});
+}

@@ -41,33 +41,50 @@ export function leaveCheckpointsToThread(db: Database.Database): void {
   db.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
 }
 
+/**
+ * The process's one checkpoint thread, for every file: a thread costs about 10 MB (measured), and
+ * the projector writes two files. Started at the first checkpoint asked for, ended once no file
+ * uses it; referenced only while a checkpoint runs, so it never keeps the process alive.
+ */
+type Shared = { worker: Worker; users: Map<number, () => void>; running: number };
+let nextUser = 0;
+let shared: Shared | null = null;
+
+function sharedThread(): Shared {
+  if (shared) return shared;
+  const worker = startWorker('wal-checkpoint-thread', {});
+  const thread: Shared = { worker, users: new Map(), running: 0 };
+  worker.on('message', ({ user }: { user: number }) => {
+    thread.running -= 1;
+    if (thread.running === 0) worker.unref();
+    thread.users.get(user)?.();
+  });
+  // A thread that stopped is started again by the next checkpoint; meanwhile the backstop holds.
+  const gone = () => {
+    if (shared === thread) shared = null;
+    for (const done of thread.users.values()) done();
+  };
+  worker.on('error', gone);
+  worker.on('exit', gone);
+  return (shared = thread);
+}
+
 /** `db`: the committing connection, for the idle checkpoint of a process without a thread. */
 export function walCheckpointer(db: Database.Database, options: WalCheckpointOptions = {}): WalCheckpointer {
   const everyCommits = options.everyCommits ?? 64;
   const idleMs = options.idleMs ?? 1000;
-  let worker: Worker | null = null;
+  const path = db.name;
+  const user = nextUser++;
+  let thread: Shared | null = null;
   let running = false;
   let again = false;
   let closed = false;
   let commits = 0;
   let idle: NodeJS.Timeout | undefined;
 
-  const thread = (): Worker => {
-    if (worker) return worker;
-    const started = startWorker('wal-checkpoint-thread', { path: db.name });
-    started.on('message', () => {
-      running = false;
-      started.unref();
-      if (again) run();
-    });
-    // A thread that stopped is started again by the next checkpoint; meanwhile the backstop holds.
-    const gone = () => {
-      if (worker === started) worker = null;
-      running = false;
-    };
-    started.on('error', gone);
-    started.on('exit', gone);
-    return (worker = started);
+  const done = () => {
+    running = false;
+    if (again) run();
   };
 
   const run = () => {
@@ -78,14 +95,18 @@ export function walCheckpointer(db: Database.Database, options: WalCheckpointOpt
     }
     again = false;
     running = true;
-    const w = thread();
-    w.ref();
-    w.postMessage({ checkpoint: true });
+    if (!thread || thread !== shared) {
+      thread = sharedThread();
+      thread.users.set(user, done);
+    }
+    thread.running += 1;
+    thread.worker.ref();
+    thread.worker.postMessage({ checkpoint: path, user });
   };
 
   const whenIdle = () => {
     if (closed) return;
-    if (worker) return run();
+    if (thread && thread === shared) return run();
     try {
       db.pragma('wal_checkpoint(PASSIVE)');
     } catch {
@@ -107,12 +128,17 @@ export function walCheckpointer(db: Database.Database, options: WalCheckpointOpt
     async close() {
       closed = true;
       clearTimeout(idle);
-      const w = worker;
-      worker = null;
-      if (!w) return;
-      w.ref();
-      const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
-      w.postMessage({ close: true });
+      const t = thread;
+      thread = null;
+      if (!t || t !== shared) return;
+      t.users.delete(user);
+      // The thread closes this file's connection; the last file to go ends the thread.
+      t.worker.postMessage({ close: user });
+      if (t.users.size > 0) return;
+      shared = null;
+      t.worker.ref();
+      const exited = new Promise<void>((resolve) => t.worker.once('exit', () => resolve()));
+      t.worker.postMessage({ exit: true });
       await exited;
     },
   };
