@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { parentPort, workerData } from 'node:worker_threads';
 import { configureEventDb, createBatchCommitter, toFailure, type AppendRequest, type BatchReply, type EventDbOptions } from './event-batch';
 import { serveWriters } from './event-writer-socket';
+import { passiveCheckpoint } from './sqlite';
 
 /**
  * The threads of the embedded event store (see event-writer.ts), each with its own connection:
@@ -36,14 +37,8 @@ function open(): Database.Database {
 }
 
 function checkpoint() {
-  try {
-    // PASSIVE copies what it can without waiting for the writer or readers: the writer never
-    // waits on it. It fails fast when another process is checkpointing; the next one catches up.
-    (db ?? open()).pragma('wal_checkpoint(PASSIVE)');
-  } catch {
-    // A checkpoint that cannot run now is retried at the next one, and the writer's backstop
-    // still bounds the WAL; a file that cannot be written fails the writer's commits, loudly.
-  }
+  // Beside the writer, never waiting for it: the writer never waits on it either.
+  passiveCheckpoint(() => db ?? open());
   port.postMessage({ checkpointed: true });
 }
 

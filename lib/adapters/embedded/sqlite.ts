@@ -123,6 +123,21 @@ export function walAtNormal(db: Database.Database): void {
 }
 
 /**
+ * Copies what it can of the WAL back into the database on the connection `connect` gives (opened
+ * there if need be), without waiting: PASSIVE takes no busy handler, and fails fast when another
+ * connection is checkpointing. A checkpoint that cannot run now (busy, or a file that cannot be
+ * opened or written) is left to the next one, and the committing connections' own checkpoint
+ * bounds the WAL meanwhile; a storage fault surfaces loudly on their reads and writes.
+ */
+export function passiveCheckpoint(connect: () => Database.Database): void {
+  try {
+    connect().pragma('wal_checkpoint(PASSIVE)');
+  } catch {
+    // Retried at the next checkpoint (above).
+  }
+}
+
+/**
  * Makes every commit so far on a `walAtNormal` file durable. At NORMAL a commit's frames reach the
  * WAL file in the kernel's page cache, not the disk; an fsync of that file puts every frame
  * written before it on the disk. It runs in libuv's thread pool on a descriptor of its own, so the

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { parentPort } from 'node:worker_threads';
+import { passiveCheckpoint } from './sqlite';
 
 /**
  * The thread of wal-checkpointer.ts: a connection of its own for each store it is told of, which
@@ -25,12 +26,9 @@ port.on('message', (message: { checkpoint: string; user: number } | { close: num
 });
 
 function checkpoint(path: string, user: number) {
-  try {
+  passiveCheckpoint(() => {
     let db = connections.get(user);
     if (!db) connections.set(user, (db = new Database(path)));
-    db.pragma('wal_checkpoint(PASSIVE)');
-  } catch {
-    // Busy (another connection checkpoints) or a storage fault: the committing connections
-    // surface faults; the next checkpoint, or their backstop, catches up.
-  }
+    return db;
+  });
 }

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Worker } from 'node:worker_threads';
+import { passiveCheckpoint } from './sqlite';
 import { startWorker } from './threads';
 
 /**
@@ -107,11 +108,7 @@ export function walCheckpointer(db: Database.Database, options: WalCheckpointOpt
   const whenIdle = () => {
     if (closed) return;
     if (thread && thread === shared) return run();
-    try {
-      db.pragma('wal_checkpoint(PASSIVE)');
-    } catch {
-      // Busy or a storage fault: the next commit schedules another; faults surface on reads and writes.
-    }
+    passiveCheckpoint(() => db);
   };
 
   return {
