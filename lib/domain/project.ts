@@ -128,41 +128,75 @@ export type ProjectState =
 
 export const initialProjectState = (): ProjectState => ({ exists: false });
 
-export function evolveProject(state: ProjectState, event: ProjectEvent | LegacyCompositionCreated): ProjectState {
-  switch (event.type) {
-    case 'ProjectCreated':
-      return {
-        exists: true,
-        project: event.data,
-        media: new Map(),
-        compositions: [],
-        updatedAt: event.data.created_at,
-        viewedBy: new Map(),
-      };
-    case 'MediaImported': {
-      if (!state.exists) return state;
-      const { project_id: _p, ...file } = event.data;
-      return { ...state, media: new Map(state.media).set(file.ref, file), updatedAt: file.imported_at };
+type ProjectFact = ProjectEvent | LegacyCompositionCreated;
+type Existing = Extract<ProjectState, { exists: true }>;
+
+/**
+ * The state after `events`, the same as reducing them with `evolveProject`, in one pass: each
+ * collection of the state is copied at most once, on its first change, and the copy is then
+ * changed in place. Copying the media map per event made a fold quadratic: 10,000 files (30,000
+ * events) took 32 s on the event loop of whichever process read the project first after a start.
+ */
+export function foldProject(state: ProjectState, events: readonly ProjectFact[]): ProjectState {
+  // What the fold has so far; the collections are `state`'s until the fold first changes them.
+  let base: Existing | null = state.exists ? state : null;
+  let media: Map<string, MediaFile> | null = null;
+  let compositions: CompositionEntry[] | null = null;
+  let viewedBy: Map<string, string> | null = null;
+  let updatedAt = base?.updatedAt ?? '';
+  let changed = false;
+  for (const event of events) {
+    switch (event.type) {
+      case 'ProjectCreated':
+        base = { exists: true, project: event.data, media: new Map(), compositions: [], updatedAt: '', viewedBy: new Map() };
+        media = viewedBy = null;
+        compositions = null;
+        updatedAt = event.data.created_at;
+        break;
+      case 'MediaImported': {
+        if (!base) continue;
+        const { project_id: _p, ...file } = event.data;
+        (media ??= new Map(base.media)).set(file.ref, file);
+        updatedAt = file.imported_at;
+        break;
+      }
+      case 'MediaTranscribed': {
+        const file = base ? (media ?? base.media).get(event.data.ref) : undefined;
+        if (!base || !file) continue;
+        const { project_id: _p, ref: _r, job_id: _j, ...transcript } = event.data;
+        (media ??= new Map(base.media)).set(file.ref, { ...file, transcript });
+        updatedAt = transcript.transcribed_at;
+        break;
+      }
+      case 'ProjectViewed':
+        if (!base) continue;
+        (viewedBy ??= new Map(base.viewedBy)).set(event.data.user_id, event.data.viewed_at);
+        break;
+      case 'CompositionAdded':
+      case 'CompositionCreated': {
+        if (!base) continue;
+        const { composition_id, short_id, name, origin, created_at } = event.data;
+        (compositions ??= [...base.compositions]).push({ composition_id, short_id, name, origin, created_at });
+        updatedAt = created_at;
+        break;
+      }
+      default:
+        ignoreUnknown(event, state);
+        continue;
     }
-    case 'MediaTranscribed': {
-      const file = state.exists ? state.media.get(event.data.ref) : undefined;
-      if (!state.exists || !file) return state;
-      const { project_id: _p, ref: _r, job_id: _j, ...transcript } = event.data;
-      return { ...state, media: new Map(state.media).set(file.ref, { ...file, transcript }), updatedAt: transcript.transcribed_at };
-    }
-    case 'ProjectViewed':
-      return state.exists ? { ...state, viewedBy: new Map(state.viewedBy).set(event.data.user_id, event.data.viewed_at) } : state;
-    case 'CompositionAdded':
-    case 'CompositionCreated': {
-      if (!state.exists) return state;
-      const { composition_id, short_id, name, origin, created_at } = event.data;
-      const entry = { composition_id, short_id, name, origin, created_at };
-      return { ...state, compositions: [...state.compositions, entry], updatedAt: created_at };
-    }
-    default:
-      return ignoreUnknown(event, state);
+    changed = true;
   }
+  if (!changed || !base) return state;
+  return {
+    ...base,
+    media: media ?? base.media,
+    compositions: compositions ?? base.compositions,
+    viewedBy: viewedBy ?? base.viewedBy,
+    updatedAt,
+  };
 }
+
+export const evolveProject = (state: ProjectState, event: ProjectFact): ProjectState => foldProject(state, [event]);
 
 /** Whether a media reference plays video (a sequence: any of its tracks). */
 export function mediaHasVideo(media: ReadonlyMap<string, MediaFile>, ref: string, depth = 0): boolean {
@@ -261,4 +295,5 @@ export const projectDecider: Decider<ProjectCommand, ProjectEvent | LegacyCompos
   initialState: initialProjectState,
   evolve: evolveProject,
   decide: decideProject,
+  fold: foldProject,
 };

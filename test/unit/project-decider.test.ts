@@ -1,5 +1,13 @@
 import assert from 'node:assert/strict';
-import { decideProject, evolveProject, initialProjectState, mediaHasVideo, type ProjectEvent } from '../../lib/domain/project';
+import {
+  decideProject,
+  evolveProject,
+  foldProject,
+  initialProjectState,
+  mediaHasVideo,
+  type ProjectEvent,
+  type ProjectState,
+} from '../../lib/domain/project';
 import { specFor } from '../fixtures/given';
 
 const given = specFor({ initialState: initialProjectState, evolve: evolveProject, decide: decideProject });
@@ -188,5 +196,118 @@ describe('project decider', () => {
     const state = [created, viewed('u1', '2026-02-01T00:00:00.000Z')].reduce(evolveProject, initialProjectState());
     assert.ok(state.exists);
     assert.equal(state.updatedAt, T0);
+  });
+});
+
+describe('folding a project stream', () => {
+  const transcribed = (ref: string, at: string): ProjectEvent => ({
+    type: 'MediaTranscribed',
+    data: {
+      project_id: 'p',
+      ref,
+      transcript_key: `t/${ref}`,
+      sha256: 'h',
+      word_count: 3,
+      language: 'en',
+      transcriber: 't',
+      job_id: 'job-1',
+      transcribed_at: at,
+    },
+  });
+  const added = (id: string, at: string): ProjectEvent => ({
+    type: 'CompositionAdded',
+    data: { project_id: 'p', composition_id: id, short_id: id.slice(0, 5), name: id, origin: `${id}#0`, created_at: at },
+  });
+  const viewed = (user: string, at: string): ProjectEvent => ({
+    type: 'ProjectViewed',
+    data: { project_id: 'p', user_id: user, viewed_at: at },
+  });
+  const legacy = {
+    type: 'CompositionCreated',
+    data: {
+      project_id: 'p',
+      composition_id: 'legacy-1',
+      short_id: 'legac',
+      name: 'Old',
+      origin: 'old#0',
+      created_at: '2026-01-03T00:00:00.000Z',
+      clips: [],
+      width: 1,
+      height: 1,
+    },
+  } as unknown as ProjectEvent;
+  const unknown = { type: 'SomethingLater', data: {} } as unknown as ProjectEvent;
+  const events: ProjectEvent[] = [
+    imported('before-creation.wav'), // ignored: no project yet
+    viewed('u0', T0),
+    created,
+    transcribed('not-there.wav', '2026-01-01T00:00:01.000Z'), // ignored: no such media
+    imported('a.wav'),
+    {
+      ...imported('b.mp4', 'job-2', 5, true),
+      data: { ...imported('b.mp4').data, imported_at: '2026-01-02T00:00:00.000Z' },
+    } as ProjectEvent,
+    transcribed('a.wav', '2026-01-02T00:00:01.000Z'),
+    added('comp-1', '2026-01-02T00:00:02.000Z'),
+    viewed('u1', '2026-01-05T00:00:00.000Z'), // a view does not make the project updated
+    legacy,
+    unknown,
+    added('comp-2', '2026-01-04T00:00:00.000Z'),
+    viewed('u1', '2026-01-06T00:00:00.000Z'),
+    viewed('u2', '2026-01-06T00:00:00.000Z'),
+  ];
+  const plain = (s: ProjectState) => (s.exists ? { ...s, media: [...s.media], viewedBy: [...s.viewedBy] } : s);
+
+  it('is the same state as evolving event by event, whatever the batches', () => {
+    const stepwise = events.reduce(evolveProject, initialProjectState());
+    assert.deepEqual(plain(foldProject(initialProjectState(), events)), plain(stepwise));
+    for (let cut = 0; cut <= events.length; cut++) {
+      const inTwo = foldProject(foldProject(initialProjectState(), events.slice(0, cut)), events.slice(cut));
+      assert.deepEqual(plain(inTwo), plain(stepwise), `cut at ${cut}`);
+    }
+    assert.ok(stepwise.exists);
+    assert.deepEqual([...stepwise.media.keys()], ['a.wav', 'b.mp4']);
+    assert.equal(stepwise.media.get('a.wav')!.transcript?.transcript_key, 't/a.wav');
+    assert.deepEqual(
+      stepwise.compositions.map((c) => c.composition_id),
+      ['comp-1', 'legacy-1', 'comp-2'],
+    );
+    assert.equal(stepwise.updatedAt, '2026-01-04T00:00:00.000Z');
+    assert.deepEqual(
+      [...stepwise.viewedBy],
+      [
+        ['u1', '2026-01-06T00:00:00.000Z'],
+        ['u2', '2026-01-06T00:00:00.000Z'],
+      ],
+    );
+  });
+
+  it('leaves the state it started from as it was (handlers keep it), and returns it when nothing applies', () => {
+    const before = foldProject(initialProjectState(), events.slice(0, 8));
+    const copy = plain(before);
+    foldProject(before, events.slice(8));
+    foldProject(before, [imported('c.wav'), transcribed('a.wav', '2026-03-01T00:00:00.000Z'), added('comp-3', T0), viewed('u9', T0)]);
+    assert.deepEqual(plain(before), copy);
+    assert.equal(foldProject(before, [unknown, transcribed('nothing.wav', T0)]), before);
+    assert.equal(foldProject(initialProjectState(), [imported('x.wav')]).exists, false);
+  });
+
+  it('takes time in proportion to the events, not to events times files (counted in Map writes)', () => {
+    const many: ProjectEvent[] = [created];
+    for (let i = 0; i < 3000; i++) many.push(imported(`f${i}.wav`), transcribed(`f${i}.wav`, T0), viewed(`u${i % 7}`, T0));
+    const set = Map.prototype.set;
+    let writes = 0;
+    Map.prototype.set = function (this: Map<unknown, unknown>, key: unknown, value: unknown) {
+      writes += 1;
+      return set.call(this, key, value);
+    };
+    try {
+      const state = foldProject(initialProjectState(), many);
+      assert.ok(state.exists && state.media.size === 3000);
+    } finally {
+      Map.prototype.set = set;
+    }
+    // Each event writes one entry; copying the media map per event wrote about 9 million.
+    assert.ok(writes <= 2 * many.length, `${writes} Map writes for ${many.length} events`);
   });
 });
