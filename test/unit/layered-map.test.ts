@@ -55,7 +55,7 @@ describe('LayeredMap', () => {
 
   it('costs about the square root of its size per entry set, not its size (counted in Map writes)', () => {
     const n = 10_000;
-    const big = LayeredMap.from(new Map(Array.from({ length: n }, (_, i) => [`file-${i}`, i] as const)));
+    const big = LayeredMap.from(new Map<string, number>(Array.from({ length: n }, (_, i) => [`file-${i}`, i] as const)));
     const set = Map.prototype.set;
     let writes = 0;
     Map.prototype.set = function (this: Map<unknown, unknown>, key: unknown, value: unknown) {
