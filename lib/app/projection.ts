@@ -8,7 +8,15 @@ import type { CollectionWrite, Doc, ReadStore } from '../ports/read-store';
  * folding the stream from the store.
  */
 
-export type DocEvolve = (doc: Doc | null, event: StoredEvent) => Doc | null;
+export type DocEvolve = ((doc: Doc | null, event: StoredEvent) => Doc | null) & {
+  /**
+   * Where a model has it: the document after many events of its stream at once, each applied one
+   * stamping `_rev` with its revision, as evolving them one by one does. For documents whose
+   * evolve copies a list that grows with the stream (a project's files), which a fold of the
+   * whole stream (a rebuild, a gap healed, an answer before the projection) would copy per event.
+   */
+  readonly many?: (doc: Doc | null, events: readonly StoredEvent[]) => Doc | null;
+};
 
 export type ApplyOutcome = 'applied' | 'duplicate' | 'rebuilt' | 'ignored';
 
@@ -113,6 +121,7 @@ async function foldUpTo(store: EventStore, event: StoredEvent, evolve: DocEvolve
 }
 
 function foldFrom(doc: Doc | null, events: readonly StoredEvent[], evolve: DocEvolve): Doc | null {
+  if (evolve.many) return evolve.many(doc, events);
   for (const e of events) {
     const next = evolve(doc, e);
     doc = next ? { ...next, _rev: e.revision } : doc;

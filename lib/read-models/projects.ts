@@ -1,3 +1,4 @@
+import type { DocEvolve } from '../app/projection';
 import type { ReadModel } from '../app/read-models';
 import { streamCategory } from '../domain/ids';
 import type { SequenceTrack } from '../domain/import';
@@ -55,70 +56,89 @@ const PROJECT_EVENTS = [
   'ProjectViewed',
 ] as const satisfies readonly (ProjectEvent['type'] | 'CompositionCreated')[];
 
-export function evolveProjectDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
-  const event = { type: stored.type, data: stored.data } as ProjectEvent;
-  if (event.type === 'ProjectCreated') {
-    const d = event.data;
-    const created: Omit<ProjectDoc, '_rev'> = {
-      _id: d.project_id,
-      id: d.project_id,
-      name: d.name,
-      name_key: d.name.toLowerCase(),
-      drive_id: d.drive_id,
-      folder_path: d.folder_path,
-      created_by: d.created_by,
-      created_at: d.created_at,
-      updated_at: d.created_at,
-      last_viewed_at: null,
-      partner: d.partner ? { partner_drive_id: d.partner.partner_drive_id, source_id: d.partner.source_id ?? null } : null,
-      media: [],
-      compositions: [],
-    };
-    return created as Doc;
-  }
-  if (!doc) return null;
-  const project = doc as ProjectDoc;
-  switch (event.type) {
-    case 'MediaImported': {
-      const m = event.data;
-      const entry: ProjectMediaEntry = {
-        ref: m.ref,
-        asset_id: m.asset_id ?? null,
-        type: m.media_type,
-        duration: m.duration_seconds,
-        has_video: m.has_video,
-        transcript_key: null,
-        language: m.language,
-        tracks: m.tracks,
-        updated_at: m.imported_at,
-      };
-      return { ...project, media: [...project.media.filter((x) => x.ref !== m.ref), entry], updated_at: m.imported_at };
-    }
-    case 'MediaTranscribed': {
-      const t = event.data;
-      const media = project.media.map((x) =>
-        x.ref === t.ref ? { ...x, transcript_key: t.transcript_key, language: t.language, updated_at: t.transcribed_at } : x,
-      );
-      return { ...project, media, updated_at: t.transcribed_at };
-    }
-    case 'CompositionAdded': {
-      const c = event.data;
-      if (project.compositions.some((x) => x.id === c.composition_id)) return project;
-      return {
-        ...project,
-        compositions: [...project.compositions, { id: c.composition_id, short_id: c.short_id }],
-        updated_at: c.created_at,
-      };
-    }
-    case 'ProjectViewed':
-      return { ...project, last_viewed_at: event.data.viewed_at };
-    default: {
-      const legacy = stored.type === 'CompositionCreated' ? (stored.data as { composition_id: string; short_id: string }) : null;
-      if (!legacy) return project;
-      return { ...project, compositions: [...project.compositions, { id: legacy.composition_id, short_id: legacy.short_id }] };
-    }
-  }
+const mediaEntry = (m: Extract<ProjectEvent, { type: 'MediaImported' }>['data']): ProjectMediaEntry => ({
+  ref: m.ref,
+  asset_id: m.asset_id ?? null,
+  type: m.media_type,
+  duration: m.duration_seconds,
+  has_video: m.has_video,
+  transcript_key: null,
+  language: m.language,
+  tracks: m.tracks,
+  updated_at: m.imported_at,
+});
+
+function createdDoc(d: Extract<ProjectEvent, { type: 'ProjectCreated' }>['data']): Omit<ProjectDoc, '_rev'> {
+  return {
+    _id: d.project_id,
+    id: d.project_id,
+    name: d.name,
+    name_key: d.name.toLowerCase(),
+    drive_id: d.drive_id,
+    folder_path: d.folder_path,
+    created_by: d.created_by,
+    created_at: d.created_at,
+    updated_at: d.created_at,
+    last_viewed_at: null,
+    partner: d.partner ? { partner_drive_id: d.partner.partner_drive_id, source_id: d.partner.source_id ?? null } : null,
+    media: [],
+    compositions: [],
+  };
 }
+
+/**
+ * The project's document after `events` of its stream, each applied one stamping `_rev`, in one
+ * pass: its files and compositions are copied once, on their first change (the files into a map
+ * by reference, whose order is the list's: a file imported again goes last), and written back as
+ * lists at the end. Evolving event by event copied the list of files per event, so folding a
+ * project's whole stream (a rebuild, a gap healed, the detail answered before the projection)
+ * was quadratic in its files.
+ */
+export function foldProjectDoc(doc: Doc | null, events: readonly StoredEvent[]): Doc | null {
+  let project = doc as ProjectDoc | null;
+  let files: Map<string, ProjectMediaEntry> | null = null;
+  let compositions: ProjectDoc['compositions'][number][] | null = null;
+  for (const stored of events) {
+    const event = { type: stored.type, data: stored.data } as ProjectEvent;
+    if (event.type === 'ProjectCreated') {
+      project = createdDoc(event.data) as ProjectDoc;
+      files = compositions = null;
+    } else if (!project) {
+      continue;
+    } else if (event.type === 'MediaImported') {
+      files ??= new Map(project.media.map((m) => [m.ref, m]));
+      files.delete(event.data.ref);
+      files.set(event.data.ref, mediaEntry(event.data));
+      project = { ...project, updated_at: event.data.imported_at };
+    } else if (event.type === 'MediaTranscribed') {
+      const t = event.data;
+      files ??= new Map(project.media.map((m) => [m.ref, m]));
+      const file = files.get(t.ref);
+      if (file) files.set(t.ref, { ...file, transcript_key: t.transcript_key, language: t.language, updated_at: t.transcribed_at });
+      project = { ...project, updated_at: t.transcribed_at };
+    } else if (event.type === 'CompositionAdded') {
+      const c = event.data;
+      if (!(compositions ?? project.compositions).some((x) => x.id === c.composition_id)) {
+        (compositions ??= [...project.compositions]).push({ id: c.composition_id, short_id: c.short_id });
+        project = { ...project, updated_at: c.created_at };
+      }
+    } else if (event.type === 'ProjectViewed') {
+      project = { ...project, last_viewed_at: event.data.viewed_at };
+    } else if (stored.type === 'CompositionCreated') {
+      // The whole composition on the project stream, as written before compositions had streams.
+      const legacy = stored.data as { composition_id: string; short_id: string };
+      (compositions ??= [...project.compositions]).push({ id: legacy.composition_id, short_id: legacy.short_id });
+    }
+    project = { ...project, _rev: stored.revision };
+  }
+  if (!project || (!files && !compositions)) return project;
+  return { ...project, media: files ? [...files.values()] : project.media, compositions: compositions ?? project.compositions };
+}
+
+/** The document after one event (the projector's `evolve`); many at once through `many`. */
+export const evolveProjectDoc: DocEvolve = Object.assign((doc: Doc | null, stored: StoredEvent) => foldProjectDoc(doc, [stored]), {
+  many: foldProjectDoc,
+});
 
 export const projectsModel: ReadModel = {
   name: PROJECTS,
