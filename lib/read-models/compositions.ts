@@ -39,11 +39,14 @@ type Existing = Extract<CompositionState, { exists: true }>;
 
 export function evolveCompositionDoc(doc: Doc | null, stored: StoredEvent): Doc | null {
   const event = { type: stored.type, data: stored.data } as CompositionEvent;
-  const before: CompositionState = doc ? stateOf(doc) : { exists: false };
-  const after = evolveComposition(before, event);
+  return documentOf(doc, evolveComposition(doc ? stateOf(doc) : { exists: false }, event), stored.revision);
+}
+
+/** The document of the state `after` reached at `revision`; `doc` as it was when there is no composition. */
+function documentOf(doc: Doc | null, after: CompositionState, revision: number): Doc | null {
   if (!after.exists) return doc;
   const { exists: _e, log: _l, ...state } = after;
-  return { ...state, _id: state.composition_id, _rev: stored.revision, duration: compositionDuration(state.clips) };
+  return { ...state, _id: state.composition_id, _rev: revision, duration: compositionDuration(state.clips) };
 }
 
 /**
@@ -54,14 +57,11 @@ export function evolveCompositionDoc(doc: Doc | null, stored: StoredEvent): Doc 
  */
 export function foldCompositionDoc(doc: Doc | null, events: readonly StoredEvent[]): Doc | null {
   if (events.length === 0) return doc;
-  const before: CompositionState = doc ? stateOf(doc) : { exists: false };
   const after = foldComposition(
-    before,
+    doc ? stateOf(doc) : { exists: false },
     events.map((e) => ({ type: e.type, data: e.data }) as CompositionEvent),
   );
-  if (!after.exists) return doc;
-  const { exists: _e, log: _l, ...state } = after;
-  return { ...state, _id: state.composition_id, _rev: events[events.length - 1].revision, duration: compositionDuration(state.clips) };
+  return documentOf(doc, after, events[events.length - 1].revision);
 }
 
 /** The projector's evolve: one event, or many through `many`. */
