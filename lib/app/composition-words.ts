@@ -4,7 +4,7 @@ import type { SequenceTrack } from '../domain/import';
 import { eachCue, type Cue } from '../domain/transcript/cues';
 import type { SpeakerLabels } from '../domain/transcript/document';
 import type { BlobStore } from '../ports/blob-store';
-import type { ProjectDoc } from '../read-models/projects';
+import type { ProjectWithFiles } from '../read-models/projects';
 import { loadTranscript } from './transcripts';
 
 /** What the words of a clip's media need: its transcript blob, or the tracks of a sequence. */
@@ -12,8 +12,8 @@ export type WordSource = { readonly transcript_key: string | null; readonly trac
 
 /**
  * The words of a composition in composition time, from its clips' transcripts (a sequence: its
- * tracks', each a speaker). Each transcript blob is read once. The read side passes its project
- * document's media, the write side (edit by text) the project stream's.
+ * tracks', each a speaker). Each transcript blob is read once. The read side passes the project's
+ * files from its read model, the write side (edit by text) the project stream's.
  */
 export async function wordsOfClips(
   blobs: BlobStore,
@@ -52,7 +52,7 @@ export async function wordsOfClips(
 /** The words of one of a project document's compositions (the read side: project page, export), its transcripts read by `load`. */
 export async function compositionWords(
   blobs: BlobStore,
-  project: ProjectDoc,
+  project: Pick<ProjectWithFiles, 'media'>,
   clips: readonly Clip[],
   load?: (key: string) => Promise<readonly Word[]>,
 ): Promise<Word[]> {
@@ -71,7 +71,7 @@ export function keptCompositionWords(
   blobs: BlobStore,
   load: (key: string) => Promise<readonly Word[]>,
   maxWords = 200_000,
-): (project: ProjectDoc, clips: readonly Clip[]) => Promise<readonly Word[]> {
+): (project: Pick<ProjectWithFiles, 'media'>, clips: readonly Clip[]) => Promise<readonly Word[]> {
   const kept = new Map<string, readonly Word[]>();
   let words = 0;
   return async (project, clips) => {

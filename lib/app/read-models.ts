@@ -1,6 +1,6 @@
 import type { EventStore, StoredEvent } from '../ports/event-store';
 import type { Doc, ReadStore } from '../ports/read-store';
-import { applyToDocument, planDocuments, writePlans, type DocEvolve, type DocumentPlan } from './projection';
+import { applyToDocument, planDocuments, writePlans, type DocEvolve, type DocParts, type DocumentPlan } from './projection';
 import { settleTotal, writeFactOnce, type TotalSpec } from './totals';
 
 /**
@@ -31,12 +31,20 @@ export interface ReadModel {
   readonly kind?: 'stream' | 'fact';
   /** For a `fact` model: a running total of one of its fields, kept as facts are written (see totals.ts). */
   readonly total?: TotalSpec;
+  /**
+   * For a `stream` model: documents kept beside each stream's, one per thing its events name (a
+   * project's files), in their own collection, rebuilt with the model (see `DocParts`).
+   */
+  readonly parts?: DocParts & { readonly indexes: readonly (readonly string[])[] };
 }
 
 type Deps = { read: ReadStore; store: EventStore };
 
 export async function prepareModels(read: ReadStore, models: readonly ReadModel[]): Promise<void> {
-  for (const model of models) for (const fields of model.indexes) await read.ensureIndex(model.name, fields);
+  for (const model of models) {
+    for (const fields of model.indexes) await read.ensureIndex(model.name, fields);
+    for (const fields of model.parts?.indexes ?? []) await read.ensureIndex(model.parts!.collection, fields);
+  }
 }
 
 /**
@@ -53,10 +61,12 @@ export async function projectEvent(
     const id = model.docId(event);
     if (id === null) continue;
     if (model.kind === 'fact') await writeFact(deps.read, model, id, event);
-    else await applyToDocument(deps, model.name, id, event, model.evolve);
+    else await applyToDocument(deps, targetOf(model), id, event);
     deps.observeLag?.(model.name, secondsSince(event.createdAt));
   }
 }
+
+const targetOf = (model: ReadModel) => ({ collection: model.name, evolve: model.evolve, parts: model.parts });
 
 export const secondsSince = (iso: string) => Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
 
@@ -95,7 +105,7 @@ export async function projectPage(deps: Deps, models: readonly ReadModel[], even
     }
     // `stale` outcomes: facts already there (a live projector beside the replay wrote them).
     if (firsts.size > 0) await deps.read.putMany([...firsts.values()].map((doc) => ({ collection: model.name, doc, expectedRev: null })));
-    if (streams.size > 0) plans.push(await planDocuments(deps, model.name, streams, model.evolve));
+    if (streams.size > 0) plans.push(await planDocuments(deps, targetOf(model), streams));
   }
   // Every model's documents of the page in one transaction.
   await writePlans(deps, plans);
@@ -119,7 +129,7 @@ export async function projectBatch(
   for (const model of models) {
     const { streams, facts } = byDocument(model, events);
     for (const [id, e] of facts) await writeFact(deps.read, model, id, e);
-    if (streams.size > 0) plans.push(await planDocuments(deps, model.name, streams, model.evolve));
+    if (streams.size > 0) plans.push(await planDocuments(deps, targetOf(model), streams));
     handled.push({ model, events: [...facts.map(([, e]) => e), ...[...streams.values()].flat()] });
   }
   await writePlans(deps, plans);
@@ -153,6 +163,7 @@ export async function rebuildModels(
   const started = process.hrtime.bigint();
   for (const model of models) {
     if (model.total) await deps.read.clear(model.total.collection);
+    if (model.parts) await deps.read.clear(model.parts.collection);
     await deps.read.clear(model.name);
   }
   await prepareModels(deps.read, models);

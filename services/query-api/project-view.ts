@@ -4,14 +4,19 @@ import { shareUrl } from '../../lib/domain/publication';
 import { compositionMediaType, type Clip, type Marker } from '../../lib/domain/edl';
 import { forbidden, invalidInput, notFound } from '../../lib/domain/errors';
 import { isUuid, streams } from '../../lib/domain/ids';
-import { foldDocument } from '../../lib/app/projection';
 import type { EventStore } from '../../lib/ports/event-store';
 import type { Doc, ReadQueries } from '../../lib/ports/read-store';
 import { JOBS, renderJob } from '../../lib/read-models/jobs';
 import { COMPOSITIONS, isDeletedComposition } from '../../lib/read-models/compositions';
-import { evolveProjectDoc, PROJECTS, type ProjectDoc, type ProjectMediaEntry } from '../../lib/read-models/projects';
+import {
+  foldProjectWithFiles,
+  readProject,
+  type ProjectDoc,
+  type ProjectMediaEntry,
+  type ProjectWithFiles,
+} from '../../lib/read-models/projects';
 
-/** A project as the detail endpoint and the project page read it: the project document joined with its compositions. */
+/** A project as the detail endpoint and the project page read it: the project document joined with its files and compositions. */
 
 /** With the event store, a project the projection has not reached yet (created a moment ago) is folded from its stream. */
 export type ProjectViewDeps = { read: ReadQueries; store?: EventStore };
@@ -28,14 +33,14 @@ export type CompositionView = {
   readonly revision: number;
 };
 
-export type ProjectView = { readonly project: ProjectDoc; readonly compositions: readonly CompositionView[] };
+export type ProjectView = { readonly project: ProjectWithFiles; readonly compositions: readonly CompositionView[] };
 
 /** The project of the principal's drive: 400 for a malformed id, 404 when it does not exist, 403 for another drive's. */
 export async function loadProjectView(deps: ProjectViewDeps, who: Principal, projectId: string): Promise<ProjectView> {
   if (!isUuid(projectId)) throw invalidInput(`project_id ${JSON.stringify(projectId.slice(0, 80))} is not a UUID`);
   const id = projectId.toLowerCase();
-  const project = ((await deps.read.get(PROJECTS, id)) ??
-    (deps.store ? foldDocument(await deps.store.readStream(streams.project(id)), evolveProjectDoc) : null)) as ProjectDoc | null;
+  const project =
+    (await readProject(deps.read, id)) ?? (deps.store ? foldProjectWithFiles(await deps.store.readStream(streams.project(id))) : null);
   if (!project) throw notFound(`project ${projectId} does not exist`);
   if (project.drive_id !== who.driveId) throw forbidden(`project ${projectId} belongs to another drive`);
   const docs = new Map(

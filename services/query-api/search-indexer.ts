@@ -6,7 +6,7 @@ import type { ReadStore } from '../../lib/ports/read-store';
 import type { SearchEntry, SearchIndex, SearchMediaType } from '../../lib/ports/search-index';
 import { COMPOSITIONS, isDeletedComposition } from '../../lib/read-models/compositions';
 import { FOLDERS } from '../../lib/read-models/folders';
-import { PROJECTS, type ProjectDoc, type ProjectMediaEntry } from '../../lib/read-models/projects';
+import { projectFilesOf, PROJECTS, type ProjectDoc, type ProjectMediaEntry } from '../../lib/read-models/projects';
 
 /**
  * Keeps the SearchIndex in step with the read models: after the projector has applied an event,
@@ -98,7 +98,7 @@ async function projectEntries(deps: IndexerDeps, event: StoredEvent): Promise<Se
     },
   ];
   const ref = typeof event.data.ref === 'string' ? event.data.ref : null;
-  const media = ref === null ? undefined : project.media.find((m) => m.ref === ref);
+  const [media] = ref === null ? [] : await projectFilesOf(deps.read, project.id, [ref]);
   if (media && (event.type === 'MediaImported' || event.type === 'MediaTranscribed')) {
     // The transcript's words go in with the media entry; a redelivered MediaImported must not drop them.
     const content = media.transcript_key ? await transcriptText(deps.blobs, media.transcript_key) : undefined;

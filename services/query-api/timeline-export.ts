@@ -21,7 +21,7 @@ import type { SchemaRegistry } from '../../lib/http/schemas';
 import type { BlobStore } from '../../lib/ports/blob-store';
 import type { EventStore } from '../../lib/ports/event-store';
 import { COMPOSITIONS } from '../../lib/read-models/compositions';
-import type { ProjectDoc, ProjectMediaEntry } from '../../lib/read-models/projects';
+import type { ProjectMediaEntry, ProjectWithFiles } from '../../lib/read-models/projects';
 import { loadProjectView, type ProjectViewDeps } from './project-view';
 
 /**
@@ -65,7 +65,7 @@ export function mountTimelineExport(v1: Router, deps: TimelineExportDeps): void 
 }
 
 /** What the timeline is written from: one read of the composition document (clips, markers, name and size of one revision). */
-async function exportInput(deps: TimelineExportDeps, project: ProjectDoc, compositionId: string) {
+async function exportInput(deps: TimelineExportDeps, project: ProjectWithFiles, compositionId: string) {
   const doc = await deps.read.get(COMPOSITIONS, compositionId);
   if (!doc) throw notFound(`composition ${compositionId} does not exist in this project`);
   const clips = doc.clips as Clip[];

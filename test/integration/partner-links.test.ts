@@ -13,7 +13,7 @@ import { handleCommand } from '../../lib/app/command-handler';
 import { streams } from '../../lib/domain/ids';
 import { IMPORT_LINK_TTL_MS, importLinkDecider, type ImportLinkUsed } from '../../lib/domain/import-link';
 import type { ProjectCreated } from '../../lib/domain/project';
-import { PROJECTS, type ProjectDoc } from '../../lib/read-models/projects';
+import { readProject } from '../../lib/read-models/projects';
 import { startHarness, WEB_URL, type Harness } from '../fixtures/harness';
 import { makeTestMedia } from '../fixtures/media';
 import { waitFor } from '../fixtures/wait';
@@ -114,7 +114,7 @@ describe('partner import links (edit in)', function () {
   const projectDoc = (projectId: string, media: number) =>
     waitFor(
       async () => {
-        const doc = (await h.read.get(PROJECTS, projectId)) as ProjectDoc | null;
+        const doc = await readProject(h.read, projectId);
         return doc && doc.media.length >= media ? doc : null;
       },
       { timeoutMs: 30_000, what: `project ${projectId} with ${media} media in the read model` },

@@ -7,7 +7,7 @@ import { revokeToken } from '../../lib/app/admin';
 import type { Word } from '../../lib/domain/edl';
 import { JOBS } from '../../lib/read-models/jobs';
 import { COMPOSITIONS } from '../../lib/read-models/compositions';
-import { PROJECTS, type ProjectDoc } from '../../lib/read-models/projects';
+import { readProject } from '../../lib/read-models/projects';
 import { formatSeconds } from '../../services/query-api/web/html';
 import { safeNext } from '../../services/query-api/web/session';
 import { paragraphs } from '../../lib/domain/transcript/paragraphs';
@@ -62,7 +62,7 @@ describe('project page (web sign-in, server-rendered HTML)', function () {
     // The page reads the read models: wait until the projections caught up with the job.
     const project = await waitFor(
       async () => {
-        const doc = (await h.read.get(PROJECTS, projectId)) as ProjectDoc | null;
+        const doc = await readProject(h.read, projectId);
         const jobDoc = await h.read.get(JOBS, res.body.job_id);
         if (!doc || jobDoc?.job_state !== 'stopped') return null;
         if (doc.media.length !== Object.keys(body.add_media as object).length) return null;

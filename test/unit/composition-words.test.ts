@@ -7,17 +7,17 @@ import { keptCompositionWords, keptCues } from '../../lib/app/composition-words'
 import { eachCue } from '../../lib/domain/transcript/cues';
 import { loadTranscript, storeTranscript } from '../../lib/app/transcripts';
 import type { Word } from '../../lib/domain/edl';
-import type { ProjectDoc } from '../../lib/read-models/projects';
+import type { ProjectWithFiles } from '../../lib/read-models/projects';
 
 /** The export's kept composition words: derived once per clip list and word sources, never stale. */
 describe('kept composition words', () => {
   const blobs = createLocalBlobStore({ root: mkdtempSync(join(tmpdir(), 'kept-words-')) });
   const word = (text: string, start: number): Word => ({ text, start, end: start + 0.4, confidence: 1, speaker: null });
 
-  async function project(words: Word[]): Promise<ProjectDoc> {
+  async function project(words: Word[]): Promise<ProjectWithFiles> {
     const stored = await storeTranscript(blobs, words);
     const media = [{ ref: 'talk.wav', transcript_key: stored.key, tracks: null }];
-    return { media } as unknown as ProjectDoc;
+    return { media } as unknown as ProjectWithFiles;
   }
 
   it('derives once per clip list and transcript; another clip list or transcript derives again', async () => {

@@ -7,6 +7,8 @@ import type { StoredEvent } from '../../lib/ports/event-store';
 import { evolveJobDoc, JOBS, renderJob } from '../../lib/read-models/jobs';
 
 const JOB = 'project-media-import-8c1f2a52-3b1e-4c55-9f2e-1d1b3b1c9a10';
+
+const jobsTarget = { collection: JOBS, evolve: evolveJobDoc };
 let revision = 0;
 const ev = (type: string, data: Record<string, unknown>): StoredEvent => ({
   id: randomUUID(),
@@ -117,11 +119,11 @@ describe('jobs projection', () => {
     const store = createSqliteEventStore({ path: ':memory:' });
     const deps = { read, store };
     const events = [queued(), ev('JobStarted', { attempt: 1, started_at: 'T1' })];
-    assert.equal(await applyToDocument(deps, JOBS, JOB, events[0], evolveJobDoc), 'applied');
-    assert.equal(await applyToDocument(deps, JOBS, JOB, events[1], evolveJobDoc), 'applied');
+    assert.equal(await applyToDocument(deps, jobsTarget, JOB, events[0]), 'applied');
+    assert.equal(await applyToDocument(deps, jobsTarget, JOB, events[1]), 'applied');
     const once = await read.get(JOBS, JOB);
-    assert.equal(await applyToDocument(deps, JOBS, JOB, events[0], evolveJobDoc), 'duplicate');
-    assert.equal(await applyToDocument(deps, JOBS, JOB, events[1], evolveJobDoc), 'duplicate');
+    assert.equal(await applyToDocument(deps, jobsTarget, JOB, events[0]), 'duplicate');
+    assert.equal(await applyToDocument(deps, jobsTarget, JOB, events[1]), 'duplicate');
     assert.deepEqual(await read.get(JOBS, JOB), once);
     await read.close();
     await store.close();
@@ -137,8 +139,8 @@ describe('jobs projection', () => {
       'no_stream',
     );
     const stored = await store.readStream(`job-${JOB}`);
-    await applyToDocument({ read, store }, JOBS, JOB, stored[0], evolveJobDoc);
-    assert.equal(await applyToDocument({ read, store }, JOBS, JOB, stored[2], evolveJobDoc), 'rebuilt');
+    await applyToDocument({ read, store }, jobsTarget, JOB, stored[0]);
+    assert.equal(await applyToDocument({ read, store }, jobsTarget, JOB, stored[2]), 'rebuilt');
     const doc = await read.get(JOBS, JOB);
     assert.equal(doc?.job_state, 'cancelled');
     assert.equal(doc?._rev, 2);

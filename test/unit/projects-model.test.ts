@@ -1,14 +1,30 @@
 import assert from 'node:assert/strict';
+import { createSqliteEventStore } from '../../lib/adapters/embedded/event-store';
+import { createSqliteReadStore } from '../../lib/adapters/embedded/read-store';
 import { foldDocument } from '../../lib/app/projection';
+import { prepareModels, projectBatch, rebuildModels } from '../../lib/app/read-models';
 import type { ProjectEvent } from '../../lib/domain/project';
 import type { StoredEvent } from '../../lib/ports/event-store';
-import type { Doc } from '../../lib/ports/read-store';
-import { evolveProjectDoc, foldProjectDoc, type ProjectDoc, type ProjectMediaEntry } from '../../lib/read-models/projects';
+import type { CollectionWrite, Doc, ReadStore } from '../../lib/ports/read-store';
+import {
+  evolveProjectDoc,
+  foldProjectDoc,
+  foldProjectWithFiles,
+  PROJECT_FILES,
+  PROJECTS,
+  projectFilesOf,
+  projectsModel,
+  readProject,
+  type ProjectDoc,
+  type ProjectMediaEntry,
+  type ProjectWithFiles,
+} from '../../lib/read-models/projects';
 
 /**
- * The `projects` document folded in one pass (lib/read-models/projects.ts) against the evolve it
- * replaced, kept here as the reference: each event applied one by one, the document copied at
- * each, `_rev` stamped as lib/app/projection.ts stamps it.
+ * The `projects` read model (lib/read-models/projects.ts) against the evolve it replaced, kept
+ * here as the reference: each event applied one by one, the document, its files in it, copied at
+ * each, `_rev` stamped as lib/app/projection.ts stamps it. The project's document is folded in
+ * one pass; its files are documents of their own (`project_files`), projected beside it.
  */
 
 function evolvedOneByOne(doc: Doc | null, stored: StoredEvent): Doc | null {
@@ -33,7 +49,7 @@ function evolvedOneByOne(doc: Doc | null, stored: StoredEvent): Doc | null {
     return created as Doc;
   }
   if (!doc) return null;
-  const project = doc as ProjectDoc;
+  const project = doc as ProjectWithFiles;
   switch (event.type) {
     case 'MediaImported': {
       const m = event.data;
@@ -82,6 +98,13 @@ const byReference = (doc: Doc | null, events: readonly StoredEvent[]): Doc | nul
     doc = next ? { ...next, _rev: e.revision } : doc;
   }
   return doc;
+};
+
+/** The reference's project document: without its files. */
+const withoutFiles = (doc: Doc | null): Doc | null => {
+  if (!doc) return doc;
+  const { media: _files, ...rest } = doc;
+  return rest as Doc;
 };
 
 const T = (n: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString();
@@ -141,15 +164,16 @@ const legacy = (id: string) =>
   });
 const unknown = () => stored('SomethingLater', {});
 
-/** A deterministic stream of every kind of event, files imported again and transcripts of no file among them. */
+/**
+ * A deterministic stream of every kind of event, files imported again and transcripts of no file
+ * among them. It starts with the project's creation and has no other, as the decider writes it.
+ */
 function stream(seed: number, length: number): StoredEvent[] {
   let s = seed;
   const next = () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   revision = 0;
-  const events: StoredEvent[] = [imported('too-early.wav'), created()];
+  const events: StoredEvent[] = [created()];
   while (events.length < length) {
-    // Never written by the decider, but an evolve takes it: the document starts again.
-    if (events.length === Math.floor(length / 4)) events.push(created());
     const pick = next();
     const ref = `f${Math.floor(next() * 40)}.wav`;
     if (pick < 0.4) events.push(imported(ref));
@@ -166,18 +190,21 @@ describe('the projects document folded in one pass', () => {
   it('is the document evolving event by event made, whatever the batches and whatever it starts from', () => {
     for (const seed of [1, 2, 3, 4]) {
       const events = stream(seed, 160);
-      const whole = byReference(null, events);
+      const reference = byReference(null, events);
+      const whole = withoutFiles(reference);
       assert.deepEqual(foldProjectDoc(null, events), whole, `seed ${seed}`);
       assert.deepEqual(foldDocument(events, evolveProjectDoc), whole);
+      assert.deepEqual(foldProjectWithFiles(events), reference, 'with its files, folded from the stream');
       for (let cut = 0; cut <= events.length; cut += 7) {
         const first = foldProjectDoc(null, events.slice(0, cut));
-        assert.deepEqual(first, byReference(null, events.slice(0, cut)));
+        assert.deepEqual(first, withoutFiles(byReference(null, events.slice(0, cut))));
         // As the projector does: the first part written and read back (JSON), then the rest.
         const stored = first && (JSON.parse(JSON.stringify(first)) as Doc);
         assert.deepEqual(foldProjectDoc(stored, events.slice(cut)), whole, `seed ${seed}, cut ${cut}`);
       }
-      const project = whole as ProjectDoc;
+      const project = reference as ProjectWithFiles;
       assert.ok(project.media.length > 10 && project.compositions.length > 3 && project.last_viewed_at !== null);
+      assert.ok(project.media.some((m) => m.transcript_key !== null));
     }
   });
 
@@ -192,14 +219,7 @@ describe('the projects document folded in one pass', () => {
 
   it('moves a file imported again to the end, as the list did', () => {
     revision = 0;
-    const doc = foldProjectDoc(null, [
-      created(),
-      imported('a'),
-      imported('b'),
-      imported('c'),
-      transcribed('a'),
-      imported('a'),
-    ]) as ProjectDoc;
+    const doc = foldProjectWithFiles([created(), imported('a'), imported('b'), imported('c'), transcribed('a'), imported('a')])!;
     assert.deepEqual(
       doc.media.map((m: ProjectMediaEntry) => [m.ref, m.transcript_key]),
       [
@@ -209,5 +229,118 @@ describe('the projects document folded in one pass', () => {
       ],
     );
     assert.equal(doc._rev, 5);
+    assert.equal('media' in foldProjectDoc(null, [created(), imported('a')])!, false, 'the document holds no files');
+  });
+});
+
+/** A project's events appended to a real store, read back as the projector gets them. */
+async function storedStream(seed: number, length: number) {
+  const events = stream(seed, length);
+  const store = createSqliteEventStore({ path: ':memory:' });
+  await store.append(
+    'project-p',
+    events.map(({ id, type, data }) => ({ id: `${seed}-${id}`, type, data, metadata: { partition_key: 'p' } })),
+    'no_stream',
+  );
+  return { store, events: await store.readStream('project-p') };
+}
+
+/**
+ * A read store whose next write to the collection `armed` names throws (a crash before the
+ * documents' writes, or before the parts').
+ */
+function crashing(read: ReadStore) {
+  const state = { armed: null as string | null, crashed: 0 };
+  const check = (writes: readonly CollectionWrite[]) => {
+    if (state.armed && writes.some((w) => w.collection === state.armed)) {
+      state.armed = null;
+      state.crashed++;
+      throw new Error('crash');
+    }
+  };
+  const wrapped: ReadStore = {
+    ...read,
+    put: async (collection, doc, expectedRev) => (check([{ collection, doc, expectedRev }]), read.put(collection, doc, expectedRev)),
+    putMany: async (writes) => (check(writes), read.putMany(writes)),
+  };
+  return { read: wrapped, state };
+}
+
+/**
+ * The document without its revision: the reference stamps every event, the projector only those
+ * the model reads (or all of them, when it heals a gap from the store).
+ */
+const unstamped = (doc: Doc | null) => {
+  if (!doc) return doc;
+  const { _rev: _revision, ...rest } = doc;
+  return rest;
+};
+
+describe('the projects read model: a document per project, a document per file', () => {
+  it('projects what the reference makes, in batches, with redeliveries, gaps and a crash between the writes', async () => {
+    for (const seed of [5, 6, 7]) {
+      const { store, events } = await storedStream(seed, 400);
+      const reference = byReference(null, events) as ProjectWithFiles;
+      const base = createSqliteReadStore({ path: ':memory:' });
+      const { read, state } = crashing(base);
+      const deps = { read, store };
+      await prepareModels(read, [projectsModel]);
+      let s = seed;
+      const next = () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+      let at = 0;
+      let gaps = 0;
+      let aheadUpTo = 0;
+      let checked = 0;
+      while (at < events.length) {
+        const size = 1 + Math.floor(next() * 12);
+        const pick = next();
+        // A batch that starts a few events back (redelivered), or skips a few (a gap, healed from the store).
+        const from = pick < 0.2 ? Math.max(0, at - 5) : pick < 0.3 && at > 0 ? Math.min(events.length - 1, at + 3) : at;
+        if (from > at) gaps++;
+        const batch = events.slice(from, from + size);
+        if (pick > 0.9) state.armed = next() < 0.5 ? PROJECTS : PROJECT_FILES;
+        try {
+          await projectBatch(deps, [projectsModel], batch);
+        } catch {
+          // Not acknowledged, so delivered again. Until then a file may be ahead of the document:
+          // its parts were written, the document not.
+          aheadUpTo = Math.max(aheadUpTo, from + batch.length);
+          continue;
+        }
+        at = Math.max(at, from + batch.length);
+        if (at < aheadUpTo) continue;
+        const project = await readProject(base, 'p');
+        assert.deepEqual(unstamped(project), unstamped(byReference(null, events.slice(0, at))), `seed ${seed}, after event ${at}`);
+        checked++;
+      }
+      assert.ok(checked > 15, `checked ${checked} times`);
+      assert.ok(gaps > 0 && state.crashed > 0, `gaps (${gaps}) and crashes (${state.crashed}) were met`);
+      assert.deepEqual(unstamped(await readProject(base, 'p')), unstamped(reference));
+      const some = reference.media.slice(0, 3).map((m) => m.ref);
+      assert.deepEqual(
+        (await projectFilesOf(base, 'p', [...some, 'no-such-file'])).sort((a, b) => a.ref.localeCompare(b.ref)),
+        reference.media.filter((m) => some.includes(m.ref)).sort((a, b) => a.ref.localeCompare(b.ref)),
+      );
+      // A rebuild from the store makes the same.
+      await rebuildModels({ read: base, store, batchSize: 17 }, [projectsModel]);
+      assert.deepEqual(unstamped(await readProject(base, 'p')), unstamped(reference));
+      assert.equal((await base.find(PROJECT_FILES, {})).length, reference.media.length, 'nothing else left in the files');
+      await base.close();
+      await store.close();
+    }
+  });
+
+  it("reads a file's document, not the project's, for one file", async () => {
+    const { store, events } = await storedStream(11, 60);
+    const read = createSqliteReadStore({ path: ':memory:' });
+    await prepareModels(read, [projectsModel]);
+    await projectBatch({ read, store }, [projectsModel], events);
+    const doc = (await read.get(PROJECTS, 'p')) as ProjectDoc;
+    assert.equal('media' in doc, false);
+    const files = await read.find(PROJECT_FILES, { project_id: 'p' });
+    assert.ok(files.length > 5);
+    for (const f of files) assert.equal(f._id, `p/${String(f.ref)}`);
+    await read.close();
+    await store.close();
   });
 });
