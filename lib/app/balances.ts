@@ -12,7 +12,7 @@ import {
 import { streams } from '../domain/ids';
 import { mediaSecondsAllowance, type DriveState, driveDecider } from '../domain/tenancy';
 import type { Clock, Ids } from '../ports/clock';
-import type { AppendResult, EventStore, StreamAppend } from '../ports/event-store';
+import type { AllOrNothing, AppendResult, EventStore, StreamAppend } from '../ports/event-store';
 import { appendInOrder, commandHandler, decideNext } from './command-handler';
 import type { SnapshotStore } from './snapshots';
 import { keyedSerial } from './keyed-serial';
@@ -47,6 +47,16 @@ export interface Balances {
     between: StreamAppend[],
     after: StreamAppend[],
   ): Promise<AppendResult[]>;
+  /**
+   * The same, all or nothing (`EventStore.appendAll`): on a conflict nothing is appended, and
+   * `index` names the append of [reserve, between…, settle, after…] that conflicted. Null where
+   * the store cannot append to several streams as one (EventStoreDB): nothing was appended.
+   */
+  reserveAndSettleWhole(
+    r: Reservation & { used: number; reserve: boolean },
+    between: StreamAppend[],
+    after: StreamAppend[],
+  ): Promise<AllOrNothing | null>;
   settle(driveId: string, reservationId: string, used: number): Promise<void>;
   release(driveId: string, reservationId: string, reason: string): Promise<void>;
   /** Releases whatever the job still holds (it ended). */
@@ -84,23 +94,37 @@ export function createBalances(deps: {
     );
   const stateOf = async (driveId: string) => (await balances.load(driveId)).state;
   const allowancesOf = async (driveId: string) => allowances((await drives.load(driveId)).state);
+  /** [reserve, between…, settle, after…] decided on the balance as it is, appended by `append`, in the drive's turn. */
+  const inTheDrivesTurn = async <T>(
+    r: Reservation & { used: number; reserve: boolean },
+    between: StreamAppend[],
+    after: StreamAppend[],
+    append: (appends: StreamAppend[]) => Promise<T>,
+  ): Promise<T> => {
+    const allowances = r.reserve ? await allowancesOf(r.driveId) : null;
+    return serial(r.driveId, async () => {
+      const { state, revision } = await balances.load(r.driveId);
+      const options = { newId: deps.ids.uuidv7, metadata: { partition_key: r.driveId, drive_id: r.driveId } };
+      const steps = inTurn(streams.balance(r.driveId), state, revision);
+      const reserve = allowances ? steps.decide({ type: 'Reserve', ...r, allowances, now: now() }, options) : [];
+      const settle = steps.decide({ type: 'Settle', reservationId: r.reservationId, used: r.used, now: now() }, options);
+      return append([...reserve, ...between, ...settle, ...after]);
+    });
+  };
 
   return {
     async reserve(r) {
       const command = { type: 'Reserve' as const, ...r, allowances: await allowancesOf(r.driveId), now: now() };
       await run(r.driveId, command);
     },
-    async reserveAndSettle(r, between, after) {
-      const allowances = r.reserve ? await allowancesOf(r.driveId) : null;
-      return serial(r.driveId, async () => {
-        const { state, revision } = await balances.load(r.driveId);
-        const options = { newId: deps.ids.uuidv7, metadata: { partition_key: r.driveId, drive_id: r.driveId } };
-        const steps = inTurn(streams.balance(r.driveId), state, revision);
-        const reserve = allowances ? steps.decide({ type: 'Reserve', ...r, allowances, now: now() }, options) : [];
-        const settle = steps.decide({ type: 'Settle', reservationId: r.reservationId, used: r.used, now: now() }, options);
-        const appends = [...reserve, ...between, ...settle, ...after];
-        return appends.length === 0 ? [] : appendInOrder(deps.store, appends);
-      });
+    reserveAndSettle: (r, between, after) =>
+      inTheDrivesTurn(r, between, after, (appends) => (appends.length === 0 ? Promise.resolve([]) : appendInOrder(deps.store, appends))),
+    async reserveAndSettleWhole(r, between, after) {
+      const all = deps.store.appendAll?.bind(deps.store);
+      if (!all) return null;
+      return inTheDrivesTurn(r, between, after, (appends) =>
+        appends.length === 0 ? Promise.resolve({ ok: true, results: [] }) : all(appends),
+      );
     },
     async settle(driveId, reservationId, used) {
       await run(driveId, { type: 'Settle', reservationId, used, now: now() });

@@ -193,6 +193,14 @@ export function trackAppends<S extends EventStore>(store: S, onAppend?: () => vo
       return results;
     };
   }
+  const all = store.appendAll?.bind(store);
+  if (all) {
+    tracked.appendAll = async (appends) => {
+      const outcome = await all(appends);
+      if (outcome.ok) outcome.results.forEach(note);
+      return outcome;
+    };
+  }
   tracked.lastAppended = () => last;
   return tracked;
 }

@@ -1,6 +1,6 @@
 import { AggregatorRegistry, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { DeadLetterStore } from '../ports/dead-letters';
-import type { AppendResult, EventStore } from '../ports/event-store';
+import type { AllOrNothing, AppendResult, EventStore } from '../ports/event-store';
 import type { LogSubscription } from '../ports/event-log';
 import type { Metrics } from './metrics';
 
@@ -29,13 +29,13 @@ export function jobMetrics(metrics: Metrics) {
 }
 
 /**
- * Times each append and `appendInOrder` sequence into `event_store_append_seconds`: `conflict`
+ * Times each append and `appendInOrder` or `appendAll` sequence into `event_store_append_seconds`: `conflict`
  * when any append of it found its stream moved, `error` when it threw. The store's other methods
  * are its own (the copy inherits them), so a SQLite store stays one.
  */
 export function timedAppends<S extends EventStore>(store: S, metrics: Pick<Metrics, 'eventStoreAppend'>): S {
   const timed = Object.create(store) as S;
-  const observe = async <T extends AppendResult | AppendResult[]>(append: () => Promise<T>): Promise<T> => {
+  const observe = async <T extends AppendResult | AppendResult[] | AllOrNothing>(append: () => Promise<T>): Promise<T> => {
     const started = performance.now();
     try {
       const result = await append();
@@ -50,6 +50,8 @@ export function timedAppends<S extends EventStore>(store: S, metrics: Pick<Metri
   timed.append = (streamId, events, expected) => observe(() => store.append(streamId, events, expected));
   const inOrder = store.appendInOrder?.bind(store);
   if (inOrder) timed.appendInOrder = (appends) => observe(() => inOrder(appends));
+  const all = store.appendAll?.bind(store);
+  if (all) timed.appendAll = (appends) => observe(() => all(appends));
   return timed;
 }
 

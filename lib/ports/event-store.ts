@@ -54,6 +54,11 @@ export interface Subscription {
   close(): Promise<void>;
 }
 
+/** What `appendAll` did: every append (their results in order), or none. */
+export type AllOrNothing =
+  | { readonly ok: true; readonly results: readonly Extract<AppendResult, { ok: true }>[] }
+  | { readonly ok: false; readonly index: number; readonly conflict: Extract<AppendResult, { ok: false }>['conflict'] };
+
 export type StreamAppend = { readonly streamId: string; readonly events: readonly NewEvent[]; readonly expected: ExpectedRevision };
 
 export interface EventStore {
@@ -68,6 +73,14 @@ export interface EventStore {
    * lib/app/command-handler falls back to one append after another.
    */
   appendInOrder?(appends: readonly StreamAppend[]): Promise<AppendResult[]>;
+  /**
+   * Appends to several streams, all of them or none: each append checked against its stream as the
+   * ones before it in the sequence left it, and when one conflicts, none is made (`index`: the one
+   * that conflicted). Optional: the embedded store has it (one SAVEPOINT inside its group commit);
+   * EventStoreDB's appends are one stream each, so a caller without it decides what a sequence made
+   * in part means (`appendInOrder`).
+   */
+  appendAll?(appends: readonly StreamAppend[]): Promise<AllOrNothing>;
   /**
    * The events of a stream in order, all of them or those from revision `fromRevision` on (the
    * tail after a state folded earlier); `[]` when the stream does not exist or has no such event.

@@ -530,10 +530,62 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
       );
     });
 
-    it('a turn over two compositions whose second moved meanwhile: the first change is kept and recorded, the job says which did not land', async () => {
+    it('a turn over two compositions whose second moved meanwhile: nothing of it is written, and the attempt plans again on both', async () => {
+      const { state: project } = await loadState(h.store, streams.project(projectId), projectDecider);
+      const [first, second] = project.exists ? project.compositions : assert.fail('no project');
+      const [firstBefore, secondBefore] = [await composition(first.composition_id), await composition(second.composition_id)];
+      meanwhile = async () => {
+        meanwhile = async () => undefined;
+        const write = { newId: randomIds.uuidv7, metadata: { partition_key: projectId } };
+        await handleCommand(
+          h.store,
+          streams.composition(second.composition_id),
+          compositionDecider,
+          { type: 'Rename', name: `${secondBefore.name} moved`, now: new Date().toISOString() },
+          write,
+        );
+      };
+      llm.script([
+        (r: ChatRequest) =>
+          r.body.messages.at(-1)?.role === 'tool' ? { final: 'Renamed them all.' } : { calls: [{ name: 'rename_all', arguments: {} }] },
+      ]);
+      const res = await post({ prompt: 'rename them all', project_id: projectId });
+      const job = await finished(res.body.job_id);
+      assert.equal(job.result.status, 'success', JSON.stringify(job.result));
+      const [firstAfter, secondAfter] = [await composition(first.composition_id), await composition(second.composition_id)];
+      assert.equal(firstAfter.name, `${firstBefore.name} (all)`);
+      assert.equal(firstAfter.revision, firstBefore.revision! + 1, 'the first attempt wrote nothing to the first composition');
+      assert.equal(secondAfter.name, `${secondBefore.name} moved (all)`, 'planned again on the composition as it had become');
+      const failures = (await h.store.readStream(streams.job(res.body.job_id))).filter((e) => e.type === 'JobAttemptFailed');
+      assert.deepEqual(
+        failures.map((e) => (e.data as { reason: string }).reason),
+        ['a composition changed while the turn planned its edits; planning again'],
+      );
+      const { state } = await loadState(h.store, streams.conversation(res.body.conversation_id), conversationDecider);
+      assert.ok(state.exists);
+      assert.equal(state.turns.length, 1, 'one turn recorded');
+      assert.deepEqual(state.turns[0].revisions.map((r) => r.composition_id).sort(), [first.composition_id, second.composition_id].sort());
+    });
+
+    it('the same without whole appends (EventStoreDB): the first change is kept and recorded, the job says which did not land', async () => {
       const { state: project } = await loadState(h.store, streams.project(projectId), projectDecider);
       const [first, second] = project.exists ? project.compositions : assert.fail('no project');
       const firstBefore = await composition(first.composition_id);
+      // As on a store without `appendAll`: the batch is made up to its first conflict.
+      const whole = h.balance.reserveAndSettleWhole;
+      h.balance.reserveAndSettleWhole = async () => null;
+      try {
+        await keptAndRecorded(first, second, firstBefore);
+      } finally {
+        h.balance.reserveAndSettleWhole = whole;
+      }
+    });
+
+    async function keptAndRecorded(
+      first: { composition_id: string },
+      second: { composition_id: string },
+      firstBefore: Awaited<ReturnType<typeof composition>>,
+    ) {
       meanwhile = async () => {
         meanwhile = async () => undefined;
         const write = { newId: randomIds.uuidv7, metadata: { partition_key: projectId } };
@@ -562,7 +614,7 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
         { composition_id: first.composition_id, before: firstBefore.revision, after: firstBefore.revision! + 1 },
       ]);
       assert.equal(state.turns[0].ai_credits_used, 3);
-    });
+    }
 
     it('an attempt retried after a conflict reserves again what the first held, even on a drive with just enough', async () => {
       const exact = await createDrive(h.admin, { name: 'Just enough', credits: 20 });

@@ -213,6 +213,25 @@ describe('balances on the event store', () => {
         [true, true],
       );
       assert.deepEqual((await balances.show(drive.drive_id)).media_seconds, { allowance: 10, used: 5, reserved: 0, left: 5 });
+
+      // All or nothing: a conflict between leaves no reservation, nothing appended at all.
+      const w = { ...r, reservationId: 'job-1:media_seconds:w.wav', amount: 2, used: 1, reserve: true };
+      const count = (await store.readAll(null, 100)).length;
+      const undone = await balances.reserveAndSettleWhole(
+        w,
+        [note('between-1', 'no_stream', 'taken')],
+        [note('after-w', 'no_stream', 'x')],
+      );
+      assert.deepEqual(undone, { ok: false, index: 1, conflict: { expected: 'no_stream', actual: 1 } });
+      assert.equal((await store.readAll(null, 100)).length, count);
+      assert.deepEqual((await balances.show(drive.drive_id)).media_seconds, { allowance: 10, used: 5, reserved: 0, left: 5 });
+      const whole = await balances.reserveAndSettleWhole(w, [note('between-1', 1, 'add')], [note('after-w', 'no_stream', 'x')]);
+      assert.ok(whole?.ok && whole.results.length === 4);
+      assert.deepEqual((await balances.show(drive.drive_id)).media_seconds, { allowance: 10, used: 6, reserved: 0, left: 4 });
+      // A store that cannot append several streams as one (EventStoreDB): null, nothing appended.
+      const single = createBalances({ ...deps, store: { ...store, appendAll: undefined } });
+      assert.equal(await single.reserveAndSettleWhole({ ...w, reservationId: 'job-1:media_seconds:z.wav' }, [], []), null);
+      assert.equal((await store.readAll(null, 100)).length, count + 4);
     } finally {
       await store.close();
     }

@@ -101,6 +101,53 @@ for (const writer of ['thread', 'inline'] as const) {
       }
     });
 
+    it('appends a whole sequence (appendAll) or none of it, beside other appends of the same batch', async () => {
+      okResult(await store.append('moved', [event('A')], 'no_stream'));
+      const before = store.stats().commits;
+      const [alone, made, undone, after] = await Promise.all([
+        store.append('alone', [event('A')], 'no_stream'),
+        store.appendAll([
+          { streamId: 'w-one', events: [event('A'), event('B')], expected: 'no_stream' },
+          { streamId: 'w-two', events: [event('C')], expected: 'no_stream' },
+        ]),
+        store.appendAll([
+          { streamId: 'u-one', events: [event('A'), event('B')], expected: 'no_stream' },
+          { streamId: 'u-two', events: [event('C')], expected: 'no_stream' },
+          { streamId: 'moved', events: [event('B')], expected: 'no_stream' },
+          { streamId: 'u-three', events: [event('D')], expected: 'no_stream' },
+        ]),
+        // Expects the revision the undone sequence would have left its first stream at.
+        store.append('u-one', [event('E')], 1),
+      ]);
+      okResult(alone);
+      assert.equal(store.stats().commits, before + 1, 'one commit for all of them');
+      assert.ok(made.ok);
+      assert.deepEqual(
+        made.results.map((r) => r.nextRevision),
+        [1, 0],
+      );
+      assert.ok(Number(made.results[0].position) < Number(made.results[1].position));
+      assert.deepEqual(undone, { ok: false, index: 2, conflict: { expected: 'no_stream', actual: 0 } });
+      for (const s of ['u-one', 'u-two', 'u-three']) assert.deepEqual(await store.readStream(s), [], `${s}: nothing of the sequence`);
+      assert.deepEqual(after, { ok: false, conflict: { expected: 1, actual: 'no_stream' } });
+      assert.equal((await store.readStream('moved')).length, 1);
+      assert.equal((await store.readStream('w-one')).length, 2);
+    });
+
+    it('makes nothing of a whole sequence one of whose inserts fails, and fails it', async () => {
+      const taken = event('A');
+      okResult(await store.append('has-the-id', [taken], 'no_stream'));
+      await assert.rejects(
+        store.appendAll([
+          { streamId: 'x-one', events: [event('A')], expected: 'no_stream' },
+          { streamId: 'x-two', events: [{ ...taken }], expected: 'no_stream' },
+        ]),
+        /UNIQUE|constraint/i,
+      );
+      assert.deepEqual(await store.readStream('x-one'), []);
+      okResult(await store.append('x-one', [event('B')], 'no_stream'));
+    });
+
     it('given appends issued while a batch is being written, commits them together as the next batch', async () => {
       const first = Array.from({ length: 50 }, (_, i) => store.append(`a-${i}`, [event('A')], 'no_stream'));
       await new Promise((resolve) => setImmediate(resolve)); // the first batch has been handed to the writer

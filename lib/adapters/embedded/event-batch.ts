@@ -18,12 +18,17 @@ export type AppendRequest = {
   readonly events: readonly { readonly id: string; readonly type: string; readonly data: string; readonly metadata: string }[];
   /** Part of an `appendInOrder` sequence: made only when the request just before it in the batch was appended. */
   readonly afterPrevious?: true;
+  /**
+   * Part of an `appendAll` sequence (each of its requests; the first has no `afterPrevious`): the
+   * sequence is made whole or not at all.
+   */
+  readonly whole?: true;
 };
 
 /** What made an append or a batch fail, as plain data; `code` is SQLite's when it is SQLite's. */
 export type FailureData = { readonly message: string; readonly code?: string };
 
-/** `skipped`: an `afterPrevious` request whose predecessor was not appended. */
+/** `skipped`: an `afterPrevious` request whose predecessor was not appended, or a request of a whole sequence undone. */
 export type AppendOutcome = { readonly result: AppendResult } | { readonly failure: FailureData } | { readonly skipped: true };
 
 export type BatchReply = { readonly outcomes: readonly AppendOutcome[] } | { readonly failure: FailureData };
@@ -90,11 +95,39 @@ export function createBatchCommitter(db: Database.Database): (batch: readonly Ap
   // of several events is undone alone. A single INSERT is atomic by itself and skips the cost.
   const appendSeveral = db.transaction(appendOne);
 
+  // A whole sequence in a SAVEPOINT of its own (a transaction inside the batch's): a conflict
+  // throws, which undoes what the sequence appended before it.
+  const appendWhole = db.transaction((requests: readonly AppendRequest[]) =>
+    requests.map((request, index) => {
+      const result = appendOne(request);
+      if (!result.ok) throw new Undone(index, result);
+      return result;
+    }),
+  );
+  const wholeOutcomes = (requests: readonly AppendRequest[]): AppendOutcome[] => {
+    try {
+      return appendWhole(requests).map((result) => ({ result }));
+    } catch (err) {
+      if (err instanceof Undone) return requests.map((_, k) => (k === err.index ? { result: err.result } : { skipped: true as const }));
+      if (DOOMS_BATCH.test(toFailure(err).code ?? '')) throw err;
+      const failure = toFailure(err);
+      return requests.map(() => ({ failure }));
+    }
+  };
+
   const appended = (o: AppendOutcome | undefined) => o !== undefined && 'result' in o && o.result.ok;
   const commit = db.transaction((batch: readonly AppendRequest[]): AppendOutcome[] => {
     createdAt = new Date().toISOString();
     const outcomes: AppendOutcome[] = [];
-    for (const request of batch) {
+    for (let i = 0; i < batch.length; i++) {
+      const request = batch[i];
+      if (request.whole && !request.afterPrevious) {
+        let end = i + 1;
+        while (end < batch.length && batch[end].whole && batch[end].afterPrevious) end++;
+        outcomes.push(...wholeOutcomes(batch.slice(i, end)));
+        i = end - 1;
+        continue;
+      }
       if (request.afterPrevious && !appended(outcomes[outcomes.length - 1])) {
         outcomes.push({ skipped: true });
         continue;
@@ -116,4 +149,14 @@ export function createBatchCommitter(db: Database.Database): (batch: readonly Ap
       return { failure: toFailure(err) };
     }
   };
+}
+
+/** A whole sequence's conflict, thrown to undo its SAVEPOINT: which request, and its result. */
+class Undone extends Error {
+  constructor(
+    readonly index: number,
+    readonly result: AppendResult,
+  ) {
+    super('a whole sequence conflicted');
+  }
 }

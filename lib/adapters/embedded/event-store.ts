@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { AppendResult, EventStore, Position, StoredEvent, StreamAppend, Subscription } from '../../ports/event-store';
+import type { AllOrNothing, AppendResult, EventStore, Position, StoredEvent, StreamAppend, Subscription } from '../../ports/event-store';
 import type Database from 'better-sqlite3';
 import { inlineWriter, threadWriter, type EventWriter } from './event-writer';
 import { socketWriter } from './event-writer-socket';
@@ -22,6 +22,7 @@ export type { GroupCommitStats } from './group-commit';
 export interface SqliteEventStore extends EventStore {
   /** Always here: the sequence goes to the writer in one group commit. */
   appendInOrder(appends: readonly StreamAppend[]): Promise<AppendResult[]>;
+  appendAll(appends: readonly StreamAppend[]): Promise<AllOrNothing>;
   /** Per-consumer-group checkpoints of the embedded event log, kept beside the events. */
   loadCheckpoint(group: string): number | null;
   saveCheckpoint(group: string, position: number): void;
@@ -85,7 +86,11 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): Sqlite
   let closed = false;
 
   /** Serialized now: the batch holds a snapshot of what was asked, ready to cross to the writer thread. */
-  async function enqueue({ streamId, events, expected }: StreamAppend, afterPrevious: boolean): Promise<AppendResult | null> {
+  async function enqueue(
+    { streamId, events, expected }: StreamAppend,
+    afterPrevious: boolean,
+    whole = false,
+  ): Promise<AppendResult | null> {
     if (events.length === 0) throw new Error('append needs at least one event');
     if (closed) throw new Error('the event store is closed');
     return commits.submit({
@@ -93,6 +98,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): Sqlite
       expected,
       events: events.map((e) => ({ id: e.id, type: e.type, data: JSON.stringify(e.data), metadata: JSON.stringify(e.metadata) })),
       ...(afterPrevious ? { afterPrevious: true as const } : {}),
+      ...(whole ? { whole: true as const } : {}),
     });
   }
 
@@ -100,6 +106,8 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): Sqlite
     append: (streamId, events, expected) => enqueue({ streamId, events, expected }, false) as Promise<AppendResult>,
     // Queued together, so they are committed in one batch, each made only after the one before it.
     appendInOrder: async (appends) => madeInOrder(await Promise.all(appends.map((a, i) => enqueue(a, i > 0)))),
+    // Queued together as one sequence, committed in one SAVEPOINT of one batch.
+    appendAll: async (appends) => allOrNothing(await Promise.all(appends.map((a, i) => enqueue(a, i > 0, true)))),
     ...reads(file, statements),
     subscribeAll: (after, handler) => followAll(file, statements, appended, parsePosition(after), pollIntervalMs, handler),
     ...checkpoints(file, statements, writer),
@@ -118,6 +126,15 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): Sqlite
       db.close();
     },
   };
+}
+
+/** An `appendAll` sequence's outcome from its requests' results: all made, or the conflict that undid them (the others null). */
+function allOrNothing(settled: readonly (AppendResult | null)[]): AllOrNothing {
+  const index = settled.findIndex((r) => r !== null && !r.ok);
+  if (index !== -1) return { ok: false, index, conflict: (settled[index] as Extract<AppendResult, { ok: false }>).conflict };
+  const results = settled.filter((r): r is Extract<AppendResult, { ok: true }> => r !== null && r.ok);
+  if (results.length !== settled.length) throw new Error('a whole sequence was neither made nor undone');
+  return { ok: true, results };
 }
 
 /**

@@ -14,8 +14,13 @@ import type { AgentWorkDeps } from './work';
  * anything else is written, and the job ends cancelled with nothing applied. The embedded store
  * commits a batch as one group and makes no append without those before it.
  *
- * A store makes the appends of a batch up to its first conflict, so a composition another writer
- * moved meanwhile is handled by where it falls:
+ * Where the store can (the embedded store, `EventStore.appendAll`), the batch is written whole or
+ * not at all: a composition another writer moved meanwhile, whichever edit it was, fails the
+ * attempt to be retried (planned again on the composition as it now is), and nothing of the turn
+ * is written; a job, conversation or balance that moved is read again and the batch decided anew.
+ *
+ * EventStoreDB makes the appends of a batch up to its first conflict, so there a composition
+ * another writer moved meanwhile is handled by where it falls:
  * - the first edit: nothing of the turn is written, and the attempt fails to be retried (planned
  *   again on the composition as it now is);
  * - a later edit (a turn that changed several streams): what came before it is written and cannot
@@ -69,6 +74,16 @@ export async function commitTurn(deps: AgentWorkDeps, ctx: Ctx, t: TurnToCommit)
     const between = [...fence.appends, ...pending, ...recorded.appends];
     const reservation = { driveId: job.drive_id, reservationId: reservationIdOf(job.job_id, 'ai_credits', 'turn'), jobId: job.job_id };
     const settle = { ...reservation, kind: 'ai_credits' as const, amount: t.reserved, used: t.used, reserve: false };
+    const whole = await deps.balances.reserveAndSettleWhole(settle, between, stopping.appends);
+    if (whole) {
+      if (whole.ok) return result;
+      // Nothing was written. A composition that moved: plan again on it, whichever edit it was.
+      const edit = whole.index - fence.appends.length;
+      if (edit >= 0 && edit < pending.length) {
+        throw new AppError('unavailable', 'a composition changed while the turn planned its edits; planning again', { retriable: true });
+      }
+      continue; // the job, the conversation or the balance moved: decide again on them as they are
+    }
     const results = await deps.balances.reserveAndSettle(settle, between, stopping.appends);
     const failed = results.findIndex((r) => !r.ok);
     if (failed === -1 && results.length > between.length) return result;
