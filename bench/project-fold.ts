@@ -167,6 +167,17 @@ async function main() {
       wholeDocument.push(ms(start));
     }
     if ((await readProject(read, PROJECT))?.media.length !== FILES + 21) throw new Error('the imports were not projected');
+    // What the detail, the page and the exports read: the project with every file, against the old shape's one document.
+    const reads: number[] = [];
+    const wholeReads: number[] = [];
+    for (let i = 0; i < 7; i++) {
+      start = process.hrtime.bigint();
+      await readProject(read, PROJECT);
+      reads.push(ms(start));
+      start = process.hrtime.bigint();
+      await read.get('whole_projects', PROJECT);
+      wholeReads.push(ms(start));
+    }
     await read.close();
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -187,6 +198,10 @@ async function main() {
     console.log(
       `  one import projected       ${median(batches).toFixed(1)} ms (the median of 21; the project's document with its files in it, ` +
         `read and written once: ${median(wholeDocument).toFixed(1)} ms, ${(median(wholeDocument) / median(batches)).toFixed(0)}×)`,
+    );
+    console.log(
+      `  the project read whole     ${median(reads).toFixed(1)} ms (the median of 7: its document and ${(FILES + 21).toLocaleString('en-US')} files; ` +
+        `the one document of before: ${median(wholeReads).toFixed(1)} ms)`,
     );
   } finally {
     await store.close();
