@@ -530,21 +530,19 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
       );
     });
 
+    /** What `meanwhile` does once, as another writer would: renames the composition. */
+    const renamedOnce = (compositionId: string, name: string) => async () => {
+      meanwhile = async () => undefined;
+      const write = { newId: randomIds.uuidv7, metadata: { partition_key: projectId } };
+      const rename = { type: 'Rename' as const, name, now: new Date().toISOString() };
+      await handleCommand(h.store, streams.composition(compositionId), compositionDecider, rename, write);
+    };
+
     it('a turn over two compositions whose second moved meanwhile: nothing of it is written, and the attempt plans again on both', async () => {
       const { state: project } = await loadState(h.store, streams.project(projectId), projectDecider);
       const [first, second] = project.exists ? project.compositions : assert.fail('no project');
       const [firstBefore, secondBefore] = [await composition(first.composition_id), await composition(second.composition_id)];
-      meanwhile = async () => {
-        meanwhile = async () => undefined;
-        const write = { newId: randomIds.uuidv7, metadata: { partition_key: projectId } };
-        await handleCommand(
-          h.store,
-          streams.composition(second.composition_id),
-          compositionDecider,
-          { type: 'Rename', name: `${secondBefore.name} moved`, now: new Date().toISOString() },
-          write,
-        );
-      };
+      meanwhile = renamedOnce(second.composition_id, `${secondBefore.name} moved`);
       llm.script([
         (r: ChatRequest) =>
           r.body.messages.at(-1)?.role === 'tool' ? { final: 'Renamed them all.' } : { calls: [{ name: 'rename_all', arguments: {} }] },
@@ -586,17 +584,7 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
       second: { composition_id: string },
       firstBefore: Awaited<ReturnType<typeof composition>>,
     ) {
-      meanwhile = async () => {
-        meanwhile = async () => undefined;
-        const write = { newId: randomIds.uuidv7, metadata: { partition_key: projectId } };
-        await handleCommand(
-          h.store,
-          streams.composition(second.composition_id),
-          compositionDecider,
-          { type: 'Rename', name: 'Renamed by someone else', now: new Date().toISOString() },
-          write,
-        );
-      };
+      meanwhile = renamedOnce(second.composition_id, 'Renamed by someone else');
       llm.script([{ calls: [{ name: 'rename_all', arguments: {} }] }, { final: 'Renamed them all.' }]);
       const res = await post({ prompt: 'rename them all', project_id: projectId });
       const job = await finished(res.body.job_id);
