@@ -127,6 +127,31 @@ export function describeEventStoreContract(
       assert.equal((await store.readStream(taken)).length, 1);
     });
 
+    it('appends to several streams all or nothing (appendAll, where the store has it)', async function () {
+      if (!store.appendAll) return this.skip(); // EventStoreDB: one stream per append
+      const [one, two, taken, three] = [`${stream}-one`, `${stream}-two`, `${stream}-taken`, `${stream}-three`];
+      const made = await store.appendAll([
+        { streamId: one, events: [event('A'), event('B')], expected: 'no_stream' },
+        { streamId: two, events: [event('C')], expected: 'no_stream' },
+      ]);
+      assert.ok(made.ok);
+      assert.deepEqual(
+        made.results.map((r) => r.nextRevision),
+        [1, 0],
+      );
+      assert.ok(BigInt(made.results[0].position) < BigInt(made.results[1].position));
+      await store.append(taken, [event('T')], 'no_stream');
+      const undone = await store.appendAll([
+        { streamId: one, events: [event('D')], expected: 1 },
+        { streamId: taken, events: [event('E')], expected: 'no_stream' },
+        { streamId: three, events: [event('F')], expected: 'no_stream' },
+      ]);
+      assert.deepEqual(undone, { ok: false, index: 1, conflict: { expected: 'no_stream', actual: 0 } });
+      assert.equal((await store.readStream(one)).length, 2, 'the append before the conflict was undone');
+      assert.deepEqual(await store.readStream(three), []);
+      assert.equal((await store.readStream(taken)).length, 1);
+    });
+
     it('reads $all in order from a position, excluding the event at that position', async () => {
       const other = `test-${randomUUID()}`;
       await store.append(stream, [event('A')], 'no_stream');

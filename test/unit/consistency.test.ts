@@ -96,6 +96,18 @@ describe('read-your-writes: watermark, session positions, hooks', () => {
       const lastOk = both[1];
       assert.ok(lastOk.ok);
       assert.equal(store.lastAppended(), positionValue(lastOk.position));
+      const undone = await store.appendAll!([
+        { streamId: 's-4', events: [e('00000000-0000-7000-8000-000000000005')], expected: 'no_stream' },
+        { streamId: 's-1', events: [e('00000000-0000-7000-8000-000000000006')], expected: 'no_stream' },
+      ]);
+      assert.equal(undone.ok, false);
+      assert.equal(store.lastAppended(), positionValue(lastOk.position), 'a sequence undone appends nothing');
+      const whole = await store.appendAll!([
+        { streamId: 's-5', events: [e('00000000-0000-7000-8000-000000000007')], expected: 'no_stream' },
+        { streamId: 's-6', events: [e('00000000-0000-7000-8000-000000000008')], expected: 'no_stream' },
+      ]);
+      assert.ok(whole.ok);
+      assert.equal(store.lastAppended(), positionValue(whole.results[1].position));
       assert.equal((await store.readStream('s-1')).length, 1, 'reads are the store own');
     } finally {
       await store.close();
