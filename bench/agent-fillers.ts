@@ -5,6 +5,7 @@ import { createBuiltinModel } from '../lib/adapters/agent/builtin';
 import { editingToolset } from '../services/processors/agent/editing-tools';
 import { startHarness } from '../test/fixtures/harness';
 import { seed } from './export-transcript';
+import { median } from './stats';
 
 /**
  * (k) An agent turn on a long composition (issue 20): "remove filler words" on a one-hour
@@ -33,8 +34,6 @@ function hourWithFillers(): Word[] {
     speaker: null,
   }));
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 export async function measureAgentFillers(): Promise<AgentFigures> {
   const silences = { detect: async () => [] };

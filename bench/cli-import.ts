@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { resolveFfmpegPaths } from '../lib/adapters/ffmpeg/binaries';
 import { startServe } from './engine';
 import { admin, build, ROOT, stop, type Started } from './processes';
+import { median } from './stats';
 
 /**
  * (n) `mps import <file> --wait` of a 200 MB file (issue 23) under `npm start`: the CLI's wall time
@@ -38,7 +39,6 @@ export type CliImportFigures = {
 
 const CA_OVERRIDE = 'NODE_EXTRA_CA_CERTS';
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const seconds = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
 
 export async function measureCliImport(): Promise<CliImportFigures> {

@@ -2,6 +2,7 @@ import type { Word } from '../lib/domain/edl';
 import { eachCue } from '../lib/domain/transcript/cues';
 import { startHarness, type Harness } from '../test/fixtures/harness';
 import { seedTranscribedProject } from '../test/fixtures/seed-project';
+import { median } from './stats';
 
 /**
  * Transcript export (issue 22): `npx tsx bench/export-transcript.ts`. One project whose
@@ -50,8 +51,6 @@ export async function seed(h: Harness, words: Word[] = hourOfWords()): Promise<s
   const { projectId } = await seedTranscribedProject(h, { words, duration: 3600, name: 'Bench', compositionName: 'One hour', markers });
   return projectId;
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const WARM = 3;
 

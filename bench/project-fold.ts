@@ -9,6 +9,7 @@ import { commandHandler } from '../lib/app/command-handler';
 import { streams } from '../lib/domain/ids';
 import { evolveProject, foldProject, initialProjectState, projectDecider, type ProjectEvent } from '../lib/domain/project';
 import { foldProjectWithFiles, projectsModel, readProject } from '../lib/read-models/projects';
+import { median } from './stats';
 
 /**
  * Folding one long project stream (`node --import tsx bench/project-fold.ts`): a project of
@@ -179,7 +180,6 @@ async function main() {
       wholeReads.push(ms(start));
     }
     await read.close();
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
     const another = { ...events[1], data: { ...events[1].data, ref: 'one-more.wav' } } as ProjectEvent;
     const more = Array.from({ length: 21 }, () => {

@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { resolveFfmpegPaths } from '../lib/adapters/ffmpeg/binaries';
 import { startServe } from './engine';
 import { admin, build, stop, type Started } from './processes';
+import { median } from './stats';
 
 /**
  * (l) Publishing as users run it (`npm start`, the job processed by the worker): a 10 s 720p
@@ -31,8 +32,6 @@ type JobBody = {
   stopped_at: string;
   result?: { status: string };
 };
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function serveFile(path: string) {
   const server = createServer((_req, res) => {

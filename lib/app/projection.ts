@@ -89,16 +89,24 @@ function partEvents(parts: DocParts, events: readonly StoredEvent[], into = new 
   return into;
 }
 
-/** The part after those of `events` above its revision; undefined when none is (nothing to write). */
+/** The part after those of `events` above its revision; undefined when none is, or none changed it (nothing to write). */
 function foldPart(parts: DocParts, doc: Doc | null, events: readonly StoredEvent[]): Doc | null | undefined {
-  const fresh = events.filter((e) => e.revision > (doc?._rev ?? -1));
-  if (fresh.length === 0) return undefined;
-  let next = doc;
-  for (const e of fresh) {
-    const evolved = parts.evolve(next, e);
-    next = evolved ? { ...evolved, _rev: e.revision } : next;
-  }
+  const next = foldFrom(
+    doc,
+    events.filter((e) => e.revision > (doc?._rev ?? -1)),
+    parts.evolve,
+  );
   return next === doc ? undefined : next;
+}
+
+/** The parts `events` make from nothing, by id (to answer before the projection has them). */
+export function foldParts(parts: DocParts, events: readonly StoredEvent[]): Map<string, Doc> {
+  const made = new Map<string, Doc>();
+  for (const [key, its] of partEvents(parts, events)) {
+    const part = foldPart(parts, null, its);
+    if (part) made.set(key, part);
+  }
+  return made;
 }
 
 /** The writes of the parts that `byKey`'s events change, read together. */

@@ -1,4 +1,4 @@
-import { foldDocument, type DocEvolve, type DocParts } from '../app/projection';
+import { foldDocument, foldParts, type DocEvolve, type DocParts } from '../app/projection';
 import type { ReadModel } from '../app/read-models';
 import { streamCategory } from '../domain/ids';
 import type { SequenceTrack } from '../domain/import';
@@ -198,14 +198,8 @@ export async function readProject(read: ReadQueries, projectId: string): Promise
 export function foldProjectWithFiles(events: readonly StoredEvent[]): ProjectWithFiles | null {
   const project = foldDocument(events, evolveProjectDoc) as ProjectDoc | null;
   if (!project) return null;
-  const files = new Map<string, Doc>();
-  for (const e of events) {
-    const key = projectFileParts.key(e);
-    if (key === null) continue;
-    const next = projectFileParts.evolve(files.get(key) ?? null, e);
-    if (next) files.set(key, next);
-  }
-  const media = [...files.values()].sort((a, b) => Number(a.import_rev) - Number(b.import_rev)).map(entryOf);
+  const files = [...foldParts(projectFileParts, events).values()];
+  const media = files.sort((a, b) => Number(a.import_rev) - Number(b.import_rev)).map(entryOf);
   return { ...project, media };
 }
 
