@@ -57,6 +57,11 @@ export type ProjectDoc = Doc & {
   readonly partner: ProjectPartner | null;
   /** In the order they were added (the placeholder first); names and clips are in `compositions`. */
   readonly compositions: readonly { readonly id: string; readonly short_id: string }[];
+  /**
+   * The revision of the last event that changed one of its files (an import, a transcription);
+   * null before the first. The files read with a document are the same for as long as this is.
+   */
+  readonly files_rev: number | null;
 };
 
 const PROJECT_EVENTS = [
@@ -94,6 +99,7 @@ function createdDoc(d: Extract<ProjectEvent, { type: 'ProjectCreated' }>['data']
     last_viewed_at: null,
     partner: d.partner ? { partner_drive_id: d.partner.partner_drive_id, source_id: d.partner.source_id ?? null } : null,
     compositions: [],
+    files_rev: null,
   };
 }
 
@@ -113,9 +119,9 @@ export function foldProjectDoc(doc: Doc | null, events: readonly StoredEvent[]):
     } else if (!project) {
       continue;
     } else if (event.type === 'MediaImported') {
-      project = { ...project, updated_at: event.data.imported_at };
+      project = { ...project, updated_at: event.data.imported_at, files_rev: stored.revision };
     } else if (event.type === 'MediaTranscribed') {
-      project = { ...project, updated_at: event.data.transcribed_at };
+      project = { ...project, updated_at: event.data.transcribed_at, files_rev: stored.revision };
     } else if (event.type === 'CompositionAdded') {
       const c = event.data;
       if (!(compositions ?? project.compositions).some((x) => x.id === c.composition_id)) {
@@ -189,10 +195,20 @@ export async function projectFilesOf(read: ReadQueries, projectId: string, refs:
  * document is read before the files, which are written before it, so the files are never older
  * than the document.
  */
-export async function readProject(read: ReadQueries, projectId: string): Promise<ProjectWithFiles | null> {
+export async function readProject(
+  read: ReadQueries,
+  projectId: string,
+  files: ProjectFilesReader = (r, project) => projectFiles(r, project.id),
+): Promise<ProjectWithFiles | null> {
   const project = (await read.get(PROJECTS, projectId)) as ProjectDoc | null;
-  return project && { ...project, media: await projectFiles(read, projectId) };
+  return project && { ...project, media: await files(read, project) };
 }
+
+/**
+ * Reads the files of a project whose document was just read: any files at least as recent as the
+ * document (the files of its `files_rev` or later), in import order.
+ */
+export type ProjectFilesReader = (read: ReadQueries, project: ProjectDoc) => Promise<readonly ProjectMediaEntry[]>;
 
 /** The project with its files folded from its stream (to answer before the projection has it). */
 export function foldProjectWithFiles(events: readonly StoredEvent[]): ProjectWithFiles | null {
@@ -205,8 +221,8 @@ export function foldProjectWithFiles(events: readonly StoredEvent[]): ProjectWit
 
 export const projectsModel: ReadModel = {
   name: PROJECTS,
-  // 2: the files moved to `project_files`.
-  version: 2,
+  // 2: the files moved to `project_files`; 3: `files_rev`.
+  version: 3,
   handles: new Set(PROJECT_EVENTS),
   docId: (e) => (streamCategory(e.streamId) === 'project' ? e.streamId.slice('project-'.length) : null),
   evolve: evolveProjectDoc,

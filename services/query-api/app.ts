@@ -20,6 +20,7 @@ import { endedAt, evolveJobDoc, JOBS, renderJob } from '../../lib/read-models/jo
 import type { SnapshotStore } from '../../lib/app/snapshots';
 import type { Admission } from '../../lib/app/admission';
 import { keptJobAnswers } from './kept-answers';
+import { keptProjectFiles } from './kept-project-files';
 import { mountProjects, timeRange } from './projects';
 import { mountSearch } from './search';
 import { mountCompositionTranscript } from './composition-transcript';
@@ -80,12 +81,16 @@ export type QueryApiDeps = ApiAppDeps & {
 
 /** The read side: answers from the read models. `jobEvents`: its open event streams (ended on shutdown). */
 export function createApp(deps: QueryApiDeps): HttpApp & { jobEvents: JobEventStreams } {
+  const files = keptProjectFiles();
+  deps.watchCache?.('project_files', files.stats);
+  const projectFiles = files.read;
   const web = createWebRoutes({
     authenticate: deps.authenticate,
     sessions: deps.sessions,
     formLimiter: deps.formLimiter,
     trustedProxyHops: deps.trustedProxyHops,
     read: deps.read,
+    projectFiles,
     blobs: deps.blobs,
     webUrl: deps.webUrl,
     logger: deps.logger,
@@ -158,13 +163,13 @@ export function createApp(deps: QueryApiDeps): HttpApp & { jobEvents: JobEventSt
         ctx.body = models;
       });
 
-      mountProjects(v1, deps);
+      mountProjects(v1, { ...deps, projectFiles });
       mountConversations(v1, deps);
       mountSearch(v1, deps);
-      mountCompositionTranscript(v1, deps);
+      mountCompositionTranscript(v1, { ...deps, projectFiles });
       mountDeliveries(v1, deps);
-      mountTimelineExport(v1, deps);
-      mountExportTranscript(v1, deps);
+      mountTimelineExport(v1, { ...deps, projectFiles });
+      mountExportTranscript(v1, { ...deps, projectFiles });
       if (deps.published && deps.downloadSecret) {
         mountPublishedProjects(v1, { ...deps, published: deps.published, downloadSecret: deps.downloadSecret });
       }

@@ -12,6 +12,7 @@ import {
   foldProjectWithFiles,
   readProject,
   type ProjectDoc,
+  type ProjectFilesReader,
   type ProjectMediaEntry,
   type ProjectWithFiles,
 } from '../../lib/read-models/projects';
@@ -19,7 +20,8 @@ import {
 /** A project as the detail endpoint and the project page read it: the project document joined with its files and compositions. */
 
 /** With the event store, a project the projection has not reached yet (created a moment ago) is folded from its stream. */
-export type ProjectViewDeps = { read: ReadQueries; store?: EventStore };
+/** `projectFiles`: how a project's files are read (kept ones, `keptProjectFiles`); from the read model each time without it. */
+export type ProjectViewDeps = { read: ReadQueries; store?: EventStore; projectFiles?: ProjectFilesReader };
 
 export type CompositionView = {
   readonly id: string;
@@ -40,7 +42,8 @@ export async function loadProjectView(deps: ProjectViewDeps, who: Principal, pro
   if (!isUuid(projectId)) throw invalidInput(`project_id ${JSON.stringify(projectId.slice(0, 80))} is not a UUID`);
   const id = projectId.toLowerCase();
   const project =
-    (await readProject(deps.read, id)) ?? (deps.store ? foldProjectWithFiles(await deps.store.readStream(streams.project(id))) : null);
+    (await readProject(deps.read, id, deps.projectFiles)) ??
+    (deps.store ? foldProjectWithFiles(await deps.store.readStream(streams.project(id))) : null);
   if (!project) throw notFound(`project ${projectId} does not exist`);
   if (project.drive_id !== who.driveId) throw forbidden(`project ${projectId} belongs to another drive`);
   const docs = new Map(

@@ -12,6 +12,7 @@ import type { EventStore } from '../../lib/ports/event-store';
 import type { Condition, ReadQueries } from '../../lib/ports/read-store';
 import { PROJECTS, type ProjectDoc } from '../../lib/read-models/projects';
 import { publicationsOfProject } from '../../lib/app/published';
+import type { ProjectFilesReader } from '../../lib/read-models/projects';
 import { loadProjectView, renderProjectDetail } from './project-view';
 
 /** GET /projects and GET /projects/{project_id}, from the `projects` and `compositions` read models. */
@@ -25,6 +26,8 @@ export type ProjectsDeps = {
   logger: Logger;
   /** WEB_URL: where publications' share pages are. */
   webUrl: string;
+  /** How a project's files are read (`ProjectViewDeps`). */
+  projectFiles?: ProjectFilesReader;
 };
 
 /** The sort a query names → the field it orders by (names fold case). */

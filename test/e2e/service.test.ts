@@ -77,6 +77,7 @@ describe('e2e: the service process', function () {
       assert.ok(value('read_cache_lookups_total{cache="job_answers",result="miss"}') >= 1, metrics);
       assert.ok(value('read_cache_entries{cache="job_answers"}') >= 1, metrics);
       assert.ok(value('read_cache_entries{cache="document_texts"}') >= 0, metrics);
+      assert.equal(value('read_cache_entries{cache="project_files"}'), 0, `no project of 500 files: none kept\n${metrics}`);
       assert.ok(value('read_cache_lookups_total{cache="document_texts",result="miss"}') >= 1, metrics);
       // Each process's event loop delay, not their mean: serve and both workers it supervises.
       for (const process of ['serve', 'projector', 'jobs']) {

@@ -19,6 +19,7 @@ import {
   type ProjectMediaEntry,
   type ProjectWithFiles,
 } from '../../lib/read-models/projects';
+import { keptProjectFiles } from '../../services/query-api/kept-project-files';
 
 /**
  * The `projects` read model (lib/read-models/projects.ts) against the evolve it replaced, kept
@@ -45,6 +46,7 @@ function evolvedOneByOne(doc: Doc | null, stored: StoredEvent): Doc | null {
       partner: d.partner ? { partner_drive_id: d.partner.partner_drive_id, source_id: d.partner.source_id ?? null } : null,
       media: [],
       compositions: [],
+      files_rev: null,
     };
     return created as Doc;
   }
@@ -64,14 +66,15 @@ function evolvedOneByOne(doc: Doc | null, stored: StoredEvent): Doc | null {
         tracks: m.tracks,
         updated_at: m.imported_at,
       };
-      return { ...project, media: [...project.media.filter((x) => x.ref !== m.ref), entry], updated_at: m.imported_at };
+      const media = [...project.media.filter((x) => x.ref !== m.ref), entry];
+      return { ...project, media, updated_at: m.imported_at, files_rev: stored.revision };
     }
     case 'MediaTranscribed': {
       const t = event.data;
       const media = project.media.map((x) =>
         x.ref === t.ref ? { ...x, transcript_key: t.transcript_key, language: t.language, updated_at: t.transcribed_at } : x,
       );
-      return { ...project, media, updated_at: t.transcribed_at };
+      return { ...project, media, updated_at: t.transcribed_at, files_rev: stored.revision };
     }
     case 'CompositionAdded': {
       const c = event.data;
@@ -285,6 +288,7 @@ describe('the projects read model: a document per project, a document per file',
       const { read, state } = crashing(base);
       const deps = { read, store };
       await prepareModels(read, [projectsModel]);
+      const kept = keptProjectFiles({ keptFrom: 1 });
       let s = seed;
       const next = () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
       let at = 0;
@@ -310,11 +314,16 @@ describe('the projects read model: a document per project, a document per file',
         at = Math.max(at, from + batch.length);
         if (at < aheadUpTo) continue;
         const project = await readProject(base, 'p');
-        assert.deepEqual(unstamped(project), unstamped(byReference(null, events.slice(0, at))), `seed ${seed}, after event ${at}`);
+        const expected = unstamped(byReference(null, events.slice(0, at)));
+        assert.deepEqual(unstamped(project), expected, `seed ${seed}, after event ${at}`);
+        // Twice through files kept by their `files_rev`: once kept (or read), once from what was kept.
+        for (let i = 0; i < 2; i++)
+          assert.deepEqual(unstamped(await readProject(base, 'p', kept.read)), expected, `kept, after event ${at}`);
         checked++;
       }
       assert.ok(checked > 15, `checked ${checked} times`);
       assert.ok(gaps > 0 && state.crashed > 0, `gaps (${gaps}) and crashes (${state.crashed}) were met`);
+      assert.ok(kept.stats().hits > checked, `files answered from those kept (${JSON.stringify(kept.stats())})`);
       assert.deepEqual(unstamped(await readProject(base, 'p')), unstamped(reference));
       const some = reference.media.slice(0, 3).map((m) => m.ref);
       assert.deepEqual(
@@ -340,6 +349,103 @@ describe('the projects read model: a document per project, a document per file',
     const files = await read.find(PROJECT_FILES, { project_id: 'p' });
     assert.ok(files.length > 5);
     for (const f of files) assert.equal(f._id, `p/${String(f.ref)}`);
+    await read.close();
+    await store.close();
+  });
+});
+
+describe("a project's files kept by their files_rev (the query API's keptProjectFiles)", () => {
+  /** A read store that counts the finds of `project_files`: the reads of a project's files. */
+  const counting = (read: ReadStore) => {
+    const count = { finds: 0 };
+    const queries: ReadStore = {
+      ...read,
+      find: async (collection, filter, options) => {
+        if (collection === PROJECT_FILES) count.finds++;
+        return read.find(collection, filter, options);
+      },
+    };
+    return { queries, count };
+  };
+
+  it('reads them again only when a file changed, never older than the document', async () => {
+    revision = 0;
+    const events = [created(), imported('a.wav'), imported('b.wav'), imported('c.wav')];
+    const store = createSqliteEventStore({ path: ':memory:' });
+    const read = createSqliteReadStore({ path: ':memory:' });
+    await prepareModels(read, [projectsModel]);
+    const { queries, count } = counting(read);
+    const kept = keptProjectFiles({ keptFrom: 3 });
+    const project = async (more: StoredEvent[]) => {
+      if (more.length > 0) await projectBatch({ read, store }, [projectsModel], more);
+      return (await readProject(queries, 'p', kept.read))!;
+    };
+    const first = await project(events);
+    assert.deepEqual(
+      first.media.map((m) => m.ref),
+      ['a.wav', 'b.wav', 'c.wav'],
+    );
+    assert.equal(count.finds, 1);
+    await project([]);
+    assert.equal(count.finds, 1, 'the same files: kept');
+    // A view, a composition: the document moves, its files do not.
+    const seen = await project([viewed(), added('c1')]);
+    assert.equal(seen.last_viewed_at, T(4));
+    assert.deepEqual(seen.compositions, [{ id: 'c1', short_id: 'c1' }]);
+    assert.equal(count.finds, 1, 'files kept across a view and a new composition');
+    assert.equal(seen.media, first.media);
+    // A transcription, an import again: read again.
+    const heard = await project([transcribed('b.wav')]);
+    assert.equal(count.finds, 2);
+    assert.equal(heard.media.find((m) => m.ref === 'b.wav')?.transcript_key, 't/b.wav');
+    const again = await project([imported('a.wav')]);
+    assert.deepEqual(
+      again.media.map((m) => m.ref),
+      ['b.wav', 'c.wav', 'a.wav'],
+    );
+    assert.equal(count.finds, 3);
+    assert.throws(
+      () => (again.media as ProjectMediaEntry[]).push(again.media[0]!),
+      TypeError,
+      'what is kept cannot be changed by a reader',
+    );
+    assert.deepEqual(kept.stats(), { entries: 1, hits: 2, misses: 3 });
+    await read.close();
+    await store.close();
+  });
+
+  it('keeps no small project, and drops the least recently read past its bound', async () => {
+    const store = createSqliteEventStore({ path: ':memory:' });
+    const read = createSqliteReadStore({ path: ':memory:' });
+    await prepareModels(read, [projectsModel]);
+    const { queries, count } = counting(read);
+    const kept = keptProjectFiles({ keptFrom: 3, maxFiles: 7 });
+    const projectOf = (id: string, files: number) => {
+      revision = 0;
+      const events = [created(), ...Array.from({ length: files }, (_, i) => imported(`f${i}.wav`))];
+      return events.map((e) => ({ ...e, streamId: `project-${id}`, data: { ...(e.data as object), project_id: id } }) as StoredEvent);
+    };
+    for (const [id, files] of [
+      ['small', 2],
+      ['p1', 4],
+      ['p2', 3],
+      ['p3', 3],
+    ] as const) {
+      await projectBatch({ read, store }, [projectsModel], projectOf(id, files));
+    }
+    const reads = async (id: string) => {
+      const before = count.finds;
+      await readProject(queries, id, kept.read);
+      return count.finds - before;
+    };
+    assert.equal(await reads('small'), 1);
+    assert.equal(await reads('small'), 1, 'two files: read each time');
+    assert.equal(await reads('p1'), 1);
+    assert.equal(await reads('p2'), 1);
+    assert.equal(await reads('p1'), 0);
+    assert.equal(await reads('p3'), 1, 'p2, the least recently read, goes: 4 + 3 files within 7');
+    assert.equal(await reads('p1'), 0);
+    assert.equal(await reads('p2'), 1);
     await read.close();
     await store.close();
   });

@@ -14,6 +14,7 @@ import { AppErrorWithHeaders, type ApiState } from '../../../lib/http/middleware
 import type { BlobStore } from '../../../lib/ports/blob-store';
 import type { ReadQueries } from '../../../lib/ports/read-store';
 import { loadProjectView, recentJobs, type ProjectView } from '../project-view';
+import type { ProjectFilesReader } from '../../../lib/read-models/projects';
 import { Html } from './html';
 import { mountImportPage, type PageAnswer, type PageImportDeps } from './import-routes';
 import { errorPage, loginPage, projectPage, signedInPage } from './pages';
@@ -42,6 +43,8 @@ export type WebRoutesDeps = {
   /** Proxies in front whose `X-Forwarded-For` entry is believed (lib/http/client-address.ts); 0 unless told. */
   trustedProxyHops?: number;
   read: ReadQueries;
+  /** How a project's files are read (`ProjectViewDeps`). */
+  projectFiles?: ProjectFilesReader;
   blobs: BlobStore;
   /** WEB_URL: its origin is the only one a login form may be posted from; `https:` makes the cookie Secure. */
   webUrl: string;
@@ -211,7 +214,7 @@ async function renderProject(deps: WebRoutesDeps, who: Principal, projectId: str
   if (shortId !== undefined && !SHORT_ID.test(shortId)) throw notFound('There is no such composition in this project.');
   let view: ProjectView;
   try {
-    view = await loadProjectView({ read: deps.read, store: deps.imports?.store }, who, projectId);
+    view = await loadProjectView({ read: deps.read, store: deps.imports?.store, projectFiles: deps.projectFiles }, who, projectId);
   } catch (err) {
     // Its name or anything else of it would tell another drive's member what it holds.
     if (err instanceof AppError && err.code === 'forbidden') throw forbidden('This is not a project of your drive.');
