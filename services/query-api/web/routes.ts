@@ -51,8 +51,11 @@ export type WebRoutesDeps = {
   logger: Logger;
   /** Largest login form accepted; 8 KiB unless told. */
   maxFormBytes?: number;
-  /** What the partner import page writes with (the event store, balances); without it there is no such page. */
-  /** With `admission`: an import is refused (429) while the drive has as many unfinished jobs as it may. */
+  /**
+   * What the partner import page writes with (the event store, balances); without it there is no
+   * such page. With `admission`, an import is refused (429) while the drive has as many unfinished
+   * jobs as it may.
+   */
   imports?: PageImportDeps;
   /** Read-your-writes: a page waits for the signed-in token's writes, and the import page notes its own. */
   consistency?: ReadYourWrites;
