@@ -64,7 +64,7 @@ export type JobEventStreams = {
   watched(): { jobs: number; watchers: number };
 };
 
-type OpenStream = { readonly body: PassThrough; readonly endsAt: number };
+type OpenStream = { readonly body: PassThrough };
 
 export function mountJobEvents(v1: Router, deps: JobEventsDeps): JobEventStreams {
   const options = { ...JOB_EVENTS_DEFAULTS, ...deps.options };
@@ -81,15 +81,12 @@ export function mountJobEvents(v1: Router, deps: JobEventsDeps): JobEventStreams
   });
   const open = new Set<OpenStream>();
   const perToken = new Map<string, number>();
-  // One timer for every stream: heartbeats, and the end of streams past their lifetime.
+  // One timer for every stream's heartbeats; each stream ends at its lifetime by a timer of its own.
   let tick: NodeJS.Timeout | null = null;
   const beat = () => {
-    const now = Date.now();
-    for (const { body, endsAt } of open) {
+    for (const { body } of open) {
       // Ended but not yet closed (its last bytes still being read): nothing more may be written.
-      if (body.writableEnded || body.destroyed) continue;
-      if (now >= endsAt) body.end();
-      else body.write(': keep-alive\n\n');
+      if (!body.writableEnded && !body.destroyed) body.write(': keep-alive\n\n');
     }
   };
 
@@ -112,12 +109,14 @@ export function mountJobEvents(v1: Router, deps: JobEventsDeps): JobEventStreams
     }
 
     const body = new PassThrough();
-    const stream: OpenStream = { body, endsAt: Date.now() + options.maxStreamMs };
+    const stream: OpenStream = { body };
     perToken.set(auth.tokenId, held + 1);
     open.add(stream);
     tick ??= setInterval(beat, options.heartbeatMs).unref();
+    const lifetime = setTimeout(() => body.writableEnded || body.end(), options.maxStreamMs).unref();
     let unwatch: (() => void) | null = null;
     body.once('close', () => {
+      clearTimeout(lifetime);
       unwatch?.();
       open.delete(stream);
       const left = (perToken.get(auth.tokenId) ?? 1) - 1;

@@ -258,12 +258,15 @@ describe('GET /v1/jobs/{job_id}/events: live job events (SSE over loopback)', fu
     });
 
     it('ends a stream at its maximum lifetime (the client resumes with Last-Event-ID)', async () => {
-      const short = await startHarness({ processors: false, jobEvents: { maxStreamMs: 200, heartbeatMs: 50 } });
+      // Heartbeats far apart: the lifetime is kept to the moment, not to the next heartbeat.
+      const short = await startHarness({ processors: false, jobEvents: { maxStreamMs: 200, heartbeatMs: 60_000 } });
       try {
         const shortApi = await listening(short);
         const jobId = await startImport(short, 'file', 'a.wav');
+        const started = Date.now();
         const s = open(await shortApi.events(jobId));
         const events = await s.rest();
+        assert.ok(Date.now() - started < 10_000, `ended after ${Date.now() - started} ms`);
         assert.equal(events.length, 1);
         assert.equal(docOf(events[0]).job_state, 'queued');
         await waitFor(() => short.jobEvents.open() === 0, { what: 'the ended stream to be released' });
