@@ -18,12 +18,12 @@ export type UploadState = {
  *   or stale request cannot hold a second one's connection open. Separate processes sharing the
  *   staging folder are not serialised: route an asset's PUTs to one process.
  * - While an `append` runs, `received` reports the bytes as they were before it: what it
- *   reports is never rolled back.
+ *   reports is never rolled back. Told to, it first waits up to `settleMs` for the append to end.
  * - Storage faults (permissions, read-only, full, I/O) are retriable `unavailable` errors that
  *   name no server path.
  */
 export interface UploadStore {
-  received(assetId: string): Promise<UploadState>;
+  received(assetId: string, options?: { settleMs?: number }): Promise<UploadState>;
 
   /**
    * Streams `source` into the upload at `offset`, never holding it whole in memory.

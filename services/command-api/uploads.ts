@@ -105,6 +105,13 @@ export function createUploadRoutes(deps: UploadRouteDeps): Router {
 /** How bodies are received: admitted by the gate, cut after `idleMs` without a byte. */
 type Bodies = { readonly gate: UploadGate; readonly idleMs: number };
 
+/**
+ * How long a status query (`bytes *\/total`) waits for a PUT in progress on its upload to end: a
+ * client cut off mid-part asks at once, while the server still writes, truncates and syncs what
+ * its body delivered; answered before that, the client would send those bytes again.
+ */
+const QUERY_SETTLE_MS = 2_000;
+
 type Part = { kind: 'whole' } | { kind: 'query' } | { kind: 'part'; first: number; last: number };
 
 async function put(deps: UploadRouteDeps, bodies: Bodies, ctx: Context, params: UploadParams): Promise<void> {
@@ -115,7 +122,8 @@ async function put(deps: UploadRouteDeps, bodies: Bodies, ctx: Context, params: 
   }
   if (part.kind !== 'query') checkBodyHeaders(ctx);
 
-  const state = await deps.uploads.received(params.asset_id);
+  // A status query waits a moment for a PUT in progress to end; a PUT with bytes never waits.
+  const state = await deps.uploads.received(params.asset_id, { settleMs: part.kind === 'query' ? QUERY_SETTLE_MS : 0 });
   if (state.complete) {
     await record(deps, ctx, params, state.blobKey!, state.bytes);
     if (part.kind === 'query') return answerComplete(ctx, params, state.bytes);

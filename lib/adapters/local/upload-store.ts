@@ -21,28 +21,45 @@ export function createLocalUploadStore(options: { root: string; localPath: (key:
   const root = resolve(options.root);
   const partOf = (id: string) => join(root, `${id}.part`);
   const markOf = (id: string) => join(root, `${id}.json`);
-  // Asset id → the offset an append in progress started from (undefined while completing).
-  const busy = new Map<string, number | undefined>();
+  // Asset id → the request in progress: the offset an append started from (undefined while
+  // completing), and when it ends.
+  const busy = new Map<string, { offset: number | undefined; ended: Promise<void> }>();
 
-  const claim = (id: string, offset?: number) => {
+  const claim = (id: string, offset?: number): (() => void) => {
     if (busy.has(id)) throw conflict('another request to this upload is still being received; retry when it ends', 'uploading');
-    busy.set(id, offset);
+    let end!: () => void;
+    busy.set(id, { offset, ended: new Promise<void>((resolve) => (end = resolve)) });
+    return () => {
+      busy.delete(id);
+      end();
+    };
   };
 
   async function received(id: string): Promise<UploadState> {
     const [size, mark] = await Promise.all([sizeOf(partOf(id)), readMark(markOf(id))]);
     if (mark && size === null) return { bytes: mark.size, complete: true, blobKey: mark.blob_key };
-    return { bytes: busy.get(id) ?? size ?? 0, complete: false };
+    return { bytes: busy.get(id)?.offset ?? size ?? 0, complete: false };
+  }
+
+  /** As `received`, once the request in progress has ended, or `settleMs` has passed. */
+  async function settled(id: string, settleMs: number): Promise<UploadState> {
+    const running = busy.get(id);
+    if (running && settleMs > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([running.ended, new Promise<void>((resolve) => (timer = setTimeout(resolve, settleMs)))]);
+      clearTimeout(timer);
+    }
+    return received(id);
   }
 
   return {
-    received: (assetId) => guarded(() => received(idOf(assetId))),
+    received: (assetId, { settleMs = 0 } = {}) => guarded(() => settled(idOf(assetId), settleMs)),
 
     append: (assetId, offset, source, { total, length, signal }) =>
       guarded(async () => {
         const id = idOf(assetId);
         if (!Number.isSafeInteger(offset) || offset < 0 || offset > total) throw invalidInput(`offset ${offset} is not within 0..${total}`);
-        claim(id, offset);
+        const release = claim(id, offset);
         try {
           if ((await received(id)).complete) throw conflict('the upload is already complete', 'complete');
           await mkdir(root, { recursive: true, mode: PRIVATE_DIR_MODE });
@@ -56,7 +73,7 @@ export function createLocalUploadStore(options: { root: string; localPath: (key:
             await file.close();
           }
         } finally {
-          busy.delete(id);
+          release();
         }
       }),
 
@@ -65,7 +82,7 @@ export function createLocalUploadStore(options: { root: string; localPath: (key:
         const id = idOf(assetId);
         const part = partOf(id);
         const target = options.localPath(blobKey);
-        claim(id);
+        const release = claim(id);
         try {
           const size = await sizeOf(part);
           const mark = await readMark(markOf(id));
@@ -81,7 +98,7 @@ export function createLocalUploadStore(options: { root: string; localPath: (key:
           await syncDirectory(root);
           return { size };
         } finally {
-          busy.delete(id);
+          release();
         }
       }),
 
