@@ -47,6 +47,25 @@ const sessionTimeout = makeValidator<number>((input) => {
  * checks every option without connecting (SRV records are looked up only at connect). The
  * message names the problem, never the string, which may hold a password.
  */
+/**
+ * BASE_URL: where clients reach the API, `/v1` included (upload and download URLs are made under
+ * it). A gateway may put it under a path of its own, but it ends in `/v1` as every API path begins.
+ */
+const apiBaseUrl = makeValidator<string>((input) => {
+  let parsed: URL;
+  try {
+    parsed = new URL(input);
+  } catch {
+    throw new Error(`"${input}" is not a URL (for example https://api.example.com/v1)`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error(`"${input}" is not an http(s) URL`);
+  if (!/\/v1\/*$/.test(parsed.pathname)) {
+    throw new Error(`"${input}" does not end in /v1, where the API is (for example ${parsed.origin}/v1)`);
+  }
+  if (parsed.search || parsed.hash) throw new Error(`"${input}" has a query or fragment; give the base address alone`);
+  return input;
+});
+
 const mongoUrl = makeValidator<string>((input) => {
   // Loaded only when MONGO_URL is set: the driver is heavy (see adapters/distributed.ts).
   // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -76,7 +95,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     {
       PORT: port({ default: 8080 }),
       DATA_DIR: str({ default: './data' }),
-      BASE_URL: url({ default: undefined }),
+      BASE_URL: apiBaseUrl({ default: undefined }),
       WEB_URL: url({ default: undefined }),
       ESDB_URL: str({ default: undefined }),
       KAFKA_BROKERS: list({ default: undefined }),

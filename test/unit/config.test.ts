@@ -37,6 +37,26 @@ describe('configuration from the environment', () => {
     assert.equal(c.baseUrl, 'http://localhost:9090/v1');
   });
 
+  it('takes a BASE_URL that ends in /v1, under a path of its own or not', () => {
+    assert.equal(loadConfig({ BASE_URL: 'https://api.example.com/v1/' }).baseUrl, 'https://api.example.com/v1');
+    assert.equal(loadConfig({ BASE_URL: 'https://example.com/media/v1' }).baseUrl, 'https://example.com/media/v1');
+  });
+
+  for (const [value, why] of [
+    ['http://localhost:8080', /does not end in \/v1.*http:\/\/localhost:8080\/v1/],
+    ['http://localhost:8080/v2', /does not end in \/v1/],
+    ['ftp://example.com/v1', /not an http\(s\) URL/],
+    ['https://example.com/v1?x=1', /query or fragment/],
+    ['not a url', /not a URL/],
+  ] as const) {
+    it(`refuses BASE_URL ${JSON.stringify(value)}, naming the variable and saying why (upload URLs are made under it)`, () => {
+      assert.throws(
+        () => loadConfig({ BASE_URL: value }),
+        (err: Error) => err.message.includes('BASE_URL') && why.test(err.message),
+      );
+    });
+  }
+
   for (const [name, value] of [
     ['PORT', 'eighty'],
     ['RATE_LIMIT_PER_MINUTE', '-3'],
