@@ -182,6 +182,24 @@ function sourceClip(b: Planning, c: Clip, s: RenderSource, n: Length, i: number)
  * A sequence clip [in, out) in sequence time: every track sounding then, delayed or seeked by its
  * offset, mixed; the picture is the first video track's, black until it starts.
  */
+/**
+ * The most one `adelay` takes: ffmpeg counts its delay in samples in a 32-bit integer, which at
+ * 48 kHz overflows past 44,739 s (a track offset of 12.4 hours was refused as a negative delay).
+ */
+const MAX_ADELAY_MS = 40_000_000;
+
+/** `adelay` of `seconds`, in stages of at most MAX_ADELAY_MS each (delays add up). */
+export function audioDelay(seconds: number): string {
+  let ms = Math.round(seconds * 1000);
+  const stages: string[] = [];
+  do {
+    const stage = Math.min(ms, MAX_ADELAY_MS);
+    stages.push(`adelay=${stage}|${stage}`);
+    ms -= stage;
+  } while (ms > 0);
+  return stages.join(',');
+}
+
 function sequenceClip(b: Planning, c: Clip, m: Extract<RenderMedia, { kind: 'sequence' }>, n: Length, i: number) {
   const { pathOf, whitelist, frame } = b;
   const length = c.out - c.in;
@@ -196,8 +214,7 @@ function sequenceClip(b: Planning, c: Clip, m: Extract<RenderMedia, { kind: 'seq
     const idx = b.inputs.length;
     b.inputs.push(input(pathOf(t.source.blob), whitelist, Math.max(0, c.in - t.offset), length - delay));
     if (t.source.hasAudio) {
-      const ms = Math.round(delay * 1000);
-      b.chains.push(`[${idx}:a:0]${AUDIO_FORMAT},asetpts=PTS-STARTPTS,adelay=${ms}|${ms},${exactly(n.samples)}[a${i}t${mixed.length}]`);
+      b.chains.push(`[${idx}:a:0]${AUDIO_FORMAT},asetpts=PTS-STARTPTS,${audioDelay(delay)},${exactly(n.samples)}[a${i}t${mixed.length}]`);
       mixed.push(`[a${i}t${mixed.length}]`);
     }
     if (shown) {

@@ -9,7 +9,7 @@ import { createFfmpegRenderer } from '../../lib/adapters/ffmpeg/renderer';
 import { createLocalBlobStore } from '../../lib/adapters/local/blob-store';
 import { renderCached } from '../../lib/app/render-cache';
 import type { Clip } from '../../lib/domain/edl';
-import type { RenderMedia, RenderSpec } from '../../lib/domain/render-plan';
+import { audioDelay, type RenderMedia, type RenderSpec } from '../../lib/domain/render-plan';
 import type { Renderer } from '../../lib/ports/renderer';
 import { waitFor } from '../fixtures/wait';
 import { bandLevel, colourAt, durationOf, integratedLoudness, processesMentioning, streamsOf } from '../fixtures/media-measure';
@@ -195,6 +195,17 @@ describe('ffmpeg Renderer (real ffmpeg)', function () {
     const mixed = await bandLevel(target, 1.3, 0.4, 1000);
     assert.ok(mixed > alone + 30, `the second track sounds from its offset: ${alone} then ${mixed} dB`);
     assert.ok((await bandLevel(target, 1.3, 0.4, 440)) > -60, 'the first track still sounds under it');
+  });
+
+  it('takes a track delay past what one adelay counts (12.5 hours)', async () => {
+    const { ffmpeg } = resolveFfmpegPaths();
+    const run = (filter: string) =>
+      promisify(execFile)(ffmpeg, [
+        ...['-hide_banner', '-loglevel', 'error', '-f', 'lavfi', '-i', 'sine=duration=1:sample_rate=48000'],
+        ...['-af', filter, '-t', '0.2', '-f', 'null', '-'],
+      ]);
+    // One adelay of 45,000,000 ms is refused by the ffmpeg of @ffmpeg-installer ("Delay must be non negative"); newer builds may take it.
+    await run(audioDelay(45_000));
   });
 
   it('brings the sound to the loudness target within 1 LU', async () => {

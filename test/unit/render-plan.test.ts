@@ -6,6 +6,7 @@ import {
   type RenderMedia,
   type RenderSource,
   type RenderSpec,
+  audioDelay,
 } from '../../lib/domain/render-plan';
 
 const hd: RenderSource = { blob: 'd/p/hd', kind: 'video', hasAudio: true, width: 1920, height: 1080, frameRate: 25, rotation: 0 };
@@ -132,6 +133,13 @@ describe('render plan', () => {
       ]);
       assert.match(graphOf(p.args), /adelay=2000\|2000/);
       assert.match(graphOf(p.args), /amix=inputs=2:duration=longest:dropout_transition=0,volume=2/);
+    });
+    it('delays a track past 11 hours in stages ffmpeg takes (one adelay overflows at 44,739 s)', () => {
+      assert.equal(audioDelay(2), 'adelay=2000|2000');
+      assert.equal(audioDelay(0), 'adelay=0|0');
+      assert.equal(audioDelay(45_000), 'adelay=40000000|40000000,adelay=5000000|5000000');
+      assert.equal(audioDelay(86_400), 'adelay=40000000|40000000,adelay=40000000|40000000,adelay=6400000|6400000');
+      // What ffmpeg itself says of such a chain is tested with a real run in test/integration/renderer.test.ts.
     });
     it('shows a sequence’s first video track, black until it starts, and opens a silent second camera not at all', () => {
       const mute = (blob: string): RenderSource => ({ ...hd, blob, hasAudio: false });
