@@ -1,3 +1,4 @@
+import { assertWellFormed } from './well-formed';
 import bourne from '@hapi/bourne';
 import type { IncomingHttpHeaders, IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type Router from '@koa/router';
@@ -219,9 +220,9 @@ function readJsonBody(req: IncomingMessage): Promise<unknown> {
   if (req.readableLength > 0 && req.readableLength === Number(req.headers['content-length'])) {
     const body = req.read() as Buffer;
     try {
-      return Promise.resolve(parseStrictJson(body.toString('utf8')));
-    } catch {
-      return Promise.reject(new AppError('invalid_input', 'request body is not valid JSON'));
+      return Promise.resolve(bodyOf(body.toString('utf8')));
+    } catch (err) {
+      return Promise.reject(err);
     }
   }
   return new Promise((resolve, reject) => {
@@ -237,9 +238,9 @@ function readJsonBody(req: IncomingMessage): Promise<unknown> {
     req.once('end', () => {
       clearTimeout(timer);
       try {
-        resolve(parseStrictJson(Buffer.concat(chunks).toString('utf8')));
-      } catch {
-        reject(new AppError('invalid_input', 'request body is not valid JSON'));
+        resolve(bodyOf(Buffer.concat(chunks).toString('utf8')));
+      } catch (err) {
+        reject(err);
       }
     });
   });
@@ -251,4 +252,16 @@ function parseStrictJson(text: string): unknown {
   const json = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   if (!STRICT_START.test(json)) throw new SyntaxError('only an object or an array');
   return bourne.parse(json, { protoAction: 'error' });
+}
+
+/** The body, or `invalid_input`: not JSON as the Koa pipeline reads it, or not well-formed text. */
+function bodyOf(text: string): unknown {
+  let body: unknown;
+  try {
+    body = parseStrictJson(text);
+  } catch {
+    throw new AppError('invalid_input', 'request body is not valid JSON');
+  }
+  assertWellFormed(body);
+  return body;
 }

@@ -1,4 +1,5 @@
 import { bodyParser } from '@koa/bodyparser';
+import { assertWellFormed } from './well-formed';
 import { randomUUID } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
 import pino, { type Logger } from 'pino';
@@ -370,7 +371,11 @@ export function jsonBody(limitBytes: number, options: { readTimeoutMs?: number }
     }
     // The server lets a request last long (uploads); a JSON body that trickles is cut here.
     const timer = setTimeout(() => ctx.req.complete || ctx.req.destroy(), readTimeoutMs);
-    return parse(ctx, () => (clearTimeout(timer), next())).finally(() => clearTimeout(timer));
+    return parse(ctx, () => {
+      clearTimeout(timer);
+      assertWellFormed(ctx.request.body);
+      return next();
+    }).finally(() => clearTimeout(timer));
   };
 }
 

@@ -187,6 +187,26 @@ describe('express lane: answers as the Koa pipeline does', () => {
     });
   }
 
+  for (const [what, body, field] of [
+    ['a lone surrogate in a value', '{"project_name":"sur\\ud800rogate"}', 'project_name'],
+    ['a lone low surrogate deep in an array', '{"add_compositions":[{"name":"ok"},{"name":"c\\udc00"}]}', 'add_compositions[1].name'],
+    ['a lone surrogate in a key', '{"add_media":{"a\\ud800.wav":{"url":"https://e.com/a.wav"}}}', 'add_media["a\\ud800.wav"]'],
+  ]) {
+    it(`${what}: 400 invalid_input naming ${field}`, async () => {
+      const answer = await both(post(body));
+      assert.equal(answer.status, 400);
+      assert.deepEqual(answer.body, {
+        error: 'invalid_input',
+        message: `${field} is not valid Unicode text (it holds a lone UTF-16 surrogate, such as \\ud800)`,
+      });
+    });
+  }
+
+  it('a surrogate pair (an emoji, escaped or not): taken', async () => {
+    const answer = await both(post('{"a":"\\ud83c\\udfac","b":"🎬"}'));
+    assert.deepEqual(answer.body, { echo: { a: '🎬', b: '🎬' }, request_id: 'req-1' });
+  });
+
   it('over the rate limit: 429 with Retry-After and the rate-limit headers', async () => {
     const send = (http: supertest.Agent, lane: boolean) =>
       http.get(lane ? '/v1/jobs/job-1' : viaKoa.get('/v1/jobs/job-1')).set('Authorization', 'Bearer good');

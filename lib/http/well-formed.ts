@@ -1,0 +1,37 @@
+import { invalidInput } from '../domain/errors';
+import { fieldPath } from './schemas';
+
+/** A UTF-16 surrogate without its other half: text no UTF-8 can carry. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Refuses a parsed JSON body holding a string, or a key, that is not well-formed Unicode: JSON's
+ * `\ud800` escape makes a lone surrogate, which UTF-8 cannot encode. Accepted, such a name was
+ * stored, and then failed every use that encodes it (a folder's id, a file name in
+ * Content-Disposition, a signed URL) as a 500. Named by its path, as the schemas name fields.
+ */
+export function assertWellFormed(value: unknown): void {
+  const pointer = illFormedPath(value, '');
+  if (pointer === null) return;
+  // A key that is itself ill-formed is named escaped: JSON.stringify writes a lone surrogate as \udXXX.
+  throw invalidInput(`${fieldPath(pointer) || 'body'} is not valid Unicode text (it holds a lone UTF-16 surrogate, such as \\ud800)`);
+}
+
+function illFormedPath(value: unknown, at: string): string | null {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? at : null;
+  if (typeof value !== 'object' || value === null) return null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = illFormedPath(value[i], `${at}/${i}`);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  for (const [key, item] of Object.entries(value)) {
+    const here = `${at}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+    if (LONE_SURROGATE.test(key)) return here;
+    const found = illFormedPath(item, here);
+    if (found !== null) return found;
+  }
+  return null;
+}
