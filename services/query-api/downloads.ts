@@ -1,3 +1,4 @@
+import { safeFileName } from '../../lib/domain/file-name';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import rangeParser from 'range-parser';
@@ -51,7 +52,8 @@ export function serveBlob(
   disposition: 'attachment' | 'inline' = 'attachment',
 ): void {
   ctx.status = 200;
-  ctx.attachment(target.filename, { type: disposition });
+  // Made safe again here: URLs signed before names were (a "/" cut the name, a lone surrogate failed the header).
+  ctx.attachment(safeFileName(target.filename, 'download'), { type: disposition });
   ctx.type = MEDIA_TYPE.test(target.contentType) ? target.contentType : 'application/octet-stream';
   ctx.set('Accept-Ranges', 'bytes');
   ctx.set('Cache-Control', 'private, no-transform');

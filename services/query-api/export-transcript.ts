@@ -1,3 +1,4 @@
+import { asciiFallback, fileStem } from '../../lib/domain/file-name';
 import type Router from '@koa/router';
 import { Readable } from 'node:stream';
 import { docxRenderer, type DocxRenderer } from '../../lib/adapters/docx/transcript';
@@ -67,7 +68,7 @@ export function mountExportTranscript(
     const words = await wordsOf(view.project, composition.clips);
     const format = FORMATS.get(request.format)!;
     ctx.status = 200;
-    const stem = fileStem(composition.name);
+    const stem = fileStem(composition.name, 'transcript');
     ctx.attachment(`${stem}.${format.ext}`, { fallback: `${asciiFallback(stem)}.${format.ext}` });
     ctx.type = format.type;
     ctx.set('X-Composition-Id', composition.id);
@@ -145,23 +146,3 @@ export function optionsOf(request: ExportTranscriptRequest): TranscriptOptions {
       : null,
   };
 }
-
-/** The composition's name as a file name: no path separators, controls or reserved characters, never empty. */
-export function fileStem(name: string): string {
-  const stem = name
-    .normalize('NFC')
-    .replace(/[\p{Cc}\p{Cf}/\\:*?"<>|]+/gu, ' ')
-    .replace(/\s+/g, ' ')
-    .trim()
-    .replace(/^\.+/, '')
-    .slice(0, 120)
-    .trim();
-  return stem || 'transcript';
-}
-
-/** The plain `filename=` for clients without RFC 6266: accents dropped, other non-ASCII as `_`. */
-export const asciiFallback = (stem: string): string =>
-  stem
-    .normalize('NFD')
-    .replace(/\p{M}+/gu, '')
-    .replace(/[^\x20-\x7e]/g, '_');

@@ -1,3 +1,4 @@
+import { fileStem } from '../../lib/domain/file-name';
 import type Router from '@koa/router';
 import { Readable } from 'node:stream';
 import type { Context } from 'koa';
@@ -55,7 +56,7 @@ export function mountTimelineExport(v1: Router, deps: TimelineExportDeps): void 
     const { input, stored } = await exportInput(deps, view.project, entry.id);
     const file = renderTimeline(body.format, input);
     ctx.set('X-Composition-Id', entry.id);
-    const base = fileNameOf(input.name);
+    const base = fileStem(input.name, 'timeline');
     if (query.with_media === true)
       return sendBundle(ctx, deps.blobs, { name: base + file.extension, text: file.text }, input.media, stored, base);
     ctx.attachment(base + file.extension);
@@ -171,8 +172,3 @@ async function sendBundle(
 }
 
 /** A composition name as a download's file name: no path separators or control characters (Koa encodes the rest per RFC 6266). */
-const fileNameOf = (name: string): string =>
-  name
-    .replace(/[/\\\u0000-\u001f\u007f"]+/g, '_') // eslint-disable-line no-control-regex
-    .trim()
-    .slice(0, 120) || 'timeline';

@@ -61,11 +61,25 @@ describe('downloads: signed URLs served from the blob store', () => {
     assert.match(res.headers.get('etag') ?? '', /^"[0-9a-f]+-[0-9a-f]+"$/);
     assert.ok(res.headers.get('last-modified'));
     const disposition = res.headers.get('content-disposition') ?? '';
-    // The plain `filename` keeps what ISO-8859-1 has (é) and replaces the rest; `filename*` has it all.
-    assert.equal(
-      disposition,
-      `attachment; filename="Café ? intro \\"1\\".mp4"; filename*=UTF-8''Caf%C3%A9%20%E2%80%93%20intro%20%221%22.mp4`,
-    );
+    // The plain `filename` keeps what ISO-8859-1 has (é) and replaces the rest; `filename*` has it
+    // all. Quotes are not kept (Windows refuses them in a file name).
+    assert.equal(disposition, `attachment; filename="Café ? intro 1.mp4"; filename*=UTF-8''Caf%C3%A9%20%E2%80%93%20intro%201.mp4`);
+  });
+
+  it('names the file whole whatever its name holds: a "/" (not cut at it), a direction override, dots', async () => {
+    for (const [filename, served] of [
+      ['Q1/Q2 review.mp4', 'Q1 Q2 review.mp4'],
+      ['evil_\u202Eexe.mp4', 'evil_ exe.mp4'],
+      ['../../etc.mp4', 'etc.mp4'],
+    ]) {
+      const res = await fetch(urlOf('drive/project/render-small', filename));
+      assert.equal(res.status, 200, filename);
+      const disposition = res.headers.get('content-disposition') ?? '';
+      const extended = /filename\*=UTF-8''(.*)$/.exec(disposition)?.[1];
+      const named = extended ? decodeURIComponent(extended) : /filename="(.*)"/.exec(disposition)?.[1];
+      assert.equal(named, served, `${JSON.stringify(filename)}: ${disposition}`);
+      await res.arrayBuffer();
+    }
   });
 
   it('sends one range as 206 with Content-Range: a span, an open end, a suffix', async () => {

@@ -164,6 +164,8 @@ describe('publish jobs: renders, publications, downloads', function () {
     assert.equal(result.media_type, 'Video');
     assert.match(result.share_url, new RegExp(`^${WEB_URL}/s/[A-Za-z0-9_-]{16}$`));
     assert.ok(Date.parse(result.download_url_expires_at) > Date.now() + 3000 * 1000, 'expires after DOWNLOAD_URL_TTL (1 h)');
+    const signedExpiry = Number(new URL(result.download_url).searchParams.get('expires')) * 1000;
+    assert.equal(Date.parse(result.download_url_expires_at), signedExpiry, 'the result names the instant the URL is signed for');
     assert.equal(job.project_url, `${WEB_URL}/${projectId}/${mainId.replace(/-/g, '').slice(0, 5)}`);
     videoShareUrl = result.share_url;
 

@@ -1,3 +1,4 @@
+import { fileStem } from '../../../lib/domain/file-name';
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { wordsOfClips } from '../../../lib/app/composition-words';
@@ -108,9 +109,10 @@ export async function runPublish(deps: PublishWorkDeps, ctx: Ctx): Promise<WorkO
   };
   await publications.handle(publicationId, { type: 'RecordRender', render, now: deps.clock.now().toISOString() }, write);
 
-  const expiresAt = new Date(deps.clock.now().getTime() + deps.publish.downloads.ttlSeconds * 1000);
+  // Whole seconds, as the URL's `expires` says it (signed-urls.ts): the result names the same instant.
+  const expiresAt = new Date(Math.floor(deps.clock.now().getTime() / 1000) * 1000 + deps.publish.downloads.ttlSeconds * 1000);
   const { baseUrl, secret } = deps.publish.downloads;
-  const filename = `${project.project.name}.${EXTENSION[request.media_type]}`;
+  const filename = `${fileStem(project.project.name, 'render')}.${EXTENSION[request.media_type]}`;
   const target = { blob: made.blobKey, filename, contentType: render.content_type };
   const result: PublishResult = {
     status: 'success',
