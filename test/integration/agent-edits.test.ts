@@ -172,4 +172,16 @@ describe('agent edits: the builtin model and the editing tools on real compositi
     assert.equal(now.revision, before.revision + 2, 'deleted, then reverted: two events');
     assert.ok(await inSearch(), 'found again');
   });
+
+  it('creates a composition, a copy and a clip one after another in one project, each with a short id of its own', async () => {
+    // The tools propose time-ordered ids, whose first five hex digits (the short id) stay the same
+    // for days: the second composition made by the agent was refused as taking a short id in use.
+    await prompt('create a composition called Alpha');
+    await prompt('make a copy called Beta');
+    await prompt('create a composition called Gamma');
+    const compositions = (await detail()).compositions as { id: string; name: string }[];
+    assert.deepEqual(compositions.map((c) => c.name).sort(), ['Alpha', 'Beta', 'Gamma', 'Intro']);
+    const shortIds = compositions.map((c) => c.id.replace(/-/g, '').slice(0, 5));
+    assert.equal(new Set(shortIds).size, 4, `short ids ${shortIds.join(', ')}`);
+  });
 });

@@ -4,7 +4,7 @@ import type { CompositionEdit, ModelComposition, PlannedChange, ProjectModel } f
 import { compositionDecider, type CompositionCommand, type CompositionState } from '../../../lib/domain/composition';
 import type { RevisionChange } from '../../../lib/domain/conversation';
 import { AppError, invalidInput } from '../../../lib/domain/errors';
-import { shortIdOf, streams } from '../../../lib/domain/ids';
+import { compositionCandidates, shortIdOf, streams } from '../../../lib/domain/ids';
 import { projectDecider, type ProjectState } from '../../../lib/domain/project';
 import type { EventMetadata, StreamAppend } from '../../../lib/ports/event-store';
 import type { ProcessorHandlers } from '../handlers';
@@ -62,7 +62,10 @@ export async function startTurnEdits(deps: TurnEditsDeps, model: ProjectModel): 
     if ('create' in change) {
       const c = change.create;
       const origin = `${deps.jobId}#agent:${c.composition_id}`;
-      const add = { type: 'AddComposition' as const, origin, name: c.name, candidateIds: [c.composition_id], now: deps.now() };
+      // Candidates made from the origin, as an import's are: the id a tool proposes is time-ordered
+      // (UUIDv7), so its short id (its first five hex digits) is the same for days, and a second
+      // composition made by the agent found it taken. The plan reads the id given below.
+      const add = { type: 'AddComposition' as const, origin, name: c.name, candidateIds: compositionCandidates(origin), now: deps.now() };
       const listed = decideNext(streams.project(model.project_id), projectDecider, p.state, p.revision, add, write);
       const entry = listed.state.exists ? listed.state.compositions.find((e) => e.origin === origin) : undefined;
       if (!entry) throw invalidInput(`a composition with short id ${shortIdOf(c.composition_id)} already exists in the project`);
