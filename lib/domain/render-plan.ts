@@ -60,6 +60,8 @@ export type RenderPlan = {
 
 export const SAMPLE_RATE = 48_000;
 const SHORT_SIDE: Record<RenderResolution, number> = { '480p': 480, '720p': 720, '1080p': 1080, '1440p': 1440, '4K': 2160 };
+/** The longest side a frame may have: 8K UHD's width (mp4 and H.264 refuse far larger frames). */
+const MAX_LONG_SIDE = 7680;
 const DEFAULT_FRAME_RATE = 30;
 const MAX_FRAME_RATE = 60;
 /** The NTSC rates, written as ffmpeg's exact rationals when a source's rounded rate is one of them. */
@@ -98,7 +100,10 @@ export function outputFrame(spec: RenderSpec, used: readonly RenderSource[]): Fr
   const wanted = SHORT_SIDE[spec.resolution ?? '1080p'];
   const largest = sizes.length > 0 ? Math.max(...sizes.map((s) => nativeShortSide(s, aspect))) : wanted;
   const short = spec.upscale ? wanted : Math.min(wanted, largest);
-  const [width, height] = aspect >= 1 ? [even(short * aspect), even(short)] : [even(short), even(short / aspect)];
+  const [wide, high] = aspect >= 1 ? [short * aspect, short] : [short, short / aspect];
+  // An extreme aspect (the API takes 16 to 7,680 by 16 to 4,320) keeps its long side within 8K.
+  const fit = Math.min(1, MAX_LONG_SIDE / Math.max(wide, high));
+  const [width, height] = [even(wide * fit), even(high * fit)];
   const rates = used.filter((s) => s.kind === 'video' && s.frameRate && s.frameRate > 0).map((s) => s.frameRate!);
   const rate = Math.min(MAX_FRAME_RATE, rates.length > 0 ? Math.max(...rates) : DEFAULT_FRAME_RATE);
   const ntsc = NTSC.find(([r]) => Math.abs(r - rate) < 0.01);

@@ -53,6 +53,17 @@ describe('render plan', () => {
       assert.deepEqual(pick(outputFrame(spec({ resolution: '1080p' }), [portrait])), [1138, 640, '30000/1001']);
     });
 
+    it('keeps the long side of an extreme aspect within 7,680 (a 17x4320 composition made a 334x84622 frame mp4 refuses)', () => {
+      const odd: RenderSource = { ...hd, width: 333, height: 201, frameRate: 25 };
+      assert.deepEqual(pick(outputFrame(spec({ frame: { width: 17, height: 4320 } }), [odd])), [30, 7680, '25']);
+      assert.deepEqual(pick(outputFrame(spec({ frame: { width: 7680, height: 16 } }), [odd])), [7680, 16, '25']);
+      assert.deepEqual(pick(outputFrame(spec({ resolution: '4K', upscale: true, frame: { width: 16, height: 9 } }), [odd])), [
+        3840,
+        2160,
+        '25',
+      ]);
+    });
+
     it('keeps audio-only compositions at the asked resolution, 30 fps', () => {
       assert.deepEqual(pick(outputFrame(spec({ resolution: '480p', frame: { width: 1, height: 1 } }), [voice])), [480, 480, '30']);
     });
