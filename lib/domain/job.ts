@@ -184,7 +184,14 @@ export type JobInterrupted = {
 /** An attempt failed with an error worth trying again; the next attempt resumes. The last reason is the job's if it is given up. */
 export type JobAttemptFailed = {
   readonly type: 'JobAttemptFailed';
-  readonly data: { readonly job_id: string; readonly attempt: number; readonly reason: string; readonly at: string };
+  readonly data: {
+    readonly job_id: string;
+    readonly attempt: number;
+    readonly reason: string;
+    /** The failure's error code when it had one (`unavailable`); null or absent for an unexpected error. */
+    readonly code?: string | null;
+    readonly at: string;
+  };
 };
 
 export type JobEvent =
@@ -220,6 +227,8 @@ export type JobState =
       readonly uploads: ReadonlyMap<string, UploadReceived['data']>;
       /** Why the last failed attempt failed (what a job given up says). */
       readonly lastFailure: string | null;
+      /** Its error code, when it had one: a job given up after a server it needs kept failing says `unavailable`. */
+      readonly lastFailureCode: string | null;
     };
 
 export const initialJobState = (): JobState => ({ status: 'none' });
@@ -238,6 +247,7 @@ export function evolveJob(state: JobState, event: JobEvent): JobState {
         charged: new Set(),
         uploads: new Map(),
         lastFailure: null,
+        lastFailureCode: null,
       };
     case 'UploadReceived':
       return state.status === 'none' ? state : { ...state, uploads: new Map(state.uploads).set(event.data.ref, event.data) };
@@ -266,7 +276,7 @@ export function evolveJob(state: JobState, event: JobEvent): JobState {
     case 'JobInterrupted':
       return state.status === 'none' ? state : { ...state, interruptions: state.interruptions + 1, lease_until: null };
     case 'JobAttemptFailed':
-      return state.status === 'none' ? state : { ...state, lastFailure: event.data.reason };
+      return state.status === 'none' ? state : { ...state, lastFailure: event.data.reason, lastFailureCode: event.data.code ?? null };
     default:
       return ignoreUnknown(event, state);
   }
@@ -333,6 +343,7 @@ export type RecordAttemptFailure = {
   readonly type: 'RecordAttemptFailure';
   readonly attempt: number;
   readonly reason: string;
+  readonly code?: string | null;
   readonly now: string;
 };
 
@@ -454,7 +465,10 @@ export function decideJob(command: JobCommand, state: JobState): JobEvent[] | Re
     case 'RecordAttemptFailure':
       if (!holds(state, command.attempt) || state.status !== 'running') return [];
       return [
-        { type: 'JobAttemptFailed', data: { job_id: state.job.job_id, attempt: command.attempt, reason: command.reason, at: command.now } },
+        {
+          type: 'JobAttemptFailed',
+          data: { job_id: state.job.job_id, attempt: command.attempt, reason: command.reason, code: command.code ?? null, at: command.now },
+        },
       ];
     default:
       return assertNever(command);

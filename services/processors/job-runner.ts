@@ -128,7 +128,8 @@ export async function runJob<T extends JobType>(
     const reason = started.lastFailure ? `; the last: ${started.lastFailure}` : '';
     const result = {
       status: 'error',
-      error_code: 'internal_error',
+      // A server the job needs that kept failing (a model server, a transcriber) is not our bug.
+      error_code: started.lastFailureCode === 'unavailable' ? 'unavailable' : 'internal_error',
       error_message: `the job failed repeatedly and was given up${reason}`,
     } as const;
     await command({ type: 'StopJob', attempt, result, projectUrl: null, now: now() });
@@ -251,7 +252,8 @@ export async function runJob<T extends JobType>(
       return;
     } else {
       const reason = err instanceof Error ? err.message : String(err);
-      await command({ type: 'RecordAttemptFailure', attempt, reason, now: now() }).catch((e: unknown) =>
+      const code = err instanceof AppError ? err.code : null;
+      await command({ type: 'RecordAttemptFailure', attempt, reason, code, now: now() }).catch((e: unknown) =>
         log.warn({ err: e }, 'could not record why the attempt failed'),
       );
       log.warn({ err, attempt }, 'job attempt failed; it will be tried again');

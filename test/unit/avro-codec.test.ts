@@ -47,7 +47,7 @@ const domainEvents: DomainEvent[] = [
   },
   { type: 'JobCancelled', data: { job_id: JOB, stopped_at: T } },
   { type: 'JobInterrupted', data: { job_id: JOB, attempt: 2, at: T } },
-  { type: 'JobAttemptFailed', data: { job_id: JOB, attempt: 1, reason: 'the transcriber answered 503', at: T } },
+  { type: 'JobAttemptFailed', data: { job_id: JOB, attempt: 1, reason: 'the transcriber answered 503', code: 'unavailable', at: T } },
   { type: 'MediaSecondsCharged', data: { drive_id: DRIVE, job_id: JOB, ref: 'cam-a.mp4', seconds: 12.5, charged_at: T } },
   {
     type: 'BalanceReserved',
@@ -462,6 +462,14 @@ describe('Avro codec', () => {
       const { planned_on: _p, ...v1Data } = event('CompositionRenamed').data as Record<string, unknown>;
       const buf = createAvroCodec({ schemaDir: v1Dir }).encode({ ...event('CompositionRenamed'), data: v1Data });
       assert.deepEqual(codec.decode(buf), { ...event('CompositionRenamed'), data: { ...v1Data, planned_on: null } });
+    });
+
+    it('reads a JobAttemptFailed written before failures had codes (history v1) as having none', () => {
+      const v1Dir = tempDir();
+      cpSync(join(SCHEMA_DIR, 'history', 'JobAttemptFailed.v1.avsc'), join(v1Dir, 'JobAttemptFailed.avsc'));
+      const { code: _c, ...v1Data } = event('JobAttemptFailed').data as Record<string, unknown>;
+      const buf = createAvroCodec({ schemaDir: v1Dir }).encode({ ...event('JobAttemptFailed'), data: v1Data });
+      assert.deepEqual(codec.decode(buf), { ...event('JobAttemptFailed'), data: { ...v1Data, code: null } });
     });
 
     it('reads a MediaImported written before asset ids existed (history v1) as having none', () => {

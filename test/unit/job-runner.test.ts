@@ -83,11 +83,26 @@ describe('job runner: retriable or not', () => {
     const events = await store.readStream(streams.job(job.job_id));
     assert.equal(events.filter((e) => e.type === 'JobAttemptFailed').length, 3);
     const stopped = events.find((e) => e.type === 'JobStopped')!;
+    // A server the job needs kept failing: unavailable, not internal_error (which says "a bug").
     assert.deepEqual(stopped.data.result, {
       status: 'error',
-      error_code: 'internal_error',
+      error_code: 'unavailable',
       error_message: 'the job failed repeatedly and was given up; the last: the transcriber answered 503 (try 3)',
     });
+  });
+
+  it('gives up as internal_error when the last failure was unexpected (no error code)', async () => {
+    const job = await queued();
+    let tries = 0;
+    const failing = async () => {
+      tries += 1;
+      if (tries < 3) throw new AppError('unavailable', 'the transcriber answered 503', { retriable: true });
+      throw new TypeError("Cannot read properties of undefined (reading 'words')");
+    };
+    for (let i = 0; i < 3; i++) await assert.rejects(runJob(deps, job, failing));
+    await runJob(deps, job, failing);
+    const stopped = (await store.readStream(streams.job(job.job_id))).find((e) => e.type === 'JobStopped')!;
+    assert.equal((stopped.data.result as { error_code: string }).error_code, 'internal_error');
   });
 
   describe('progress grace', () => {
