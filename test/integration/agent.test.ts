@@ -393,6 +393,19 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
       assert.equal((await composition(main.composition_id)).name, 'Loop');
     });
 
+    it('a model asking for more than 16 tool calls in a turn is stopped at 16, told so (not that credits ran out)', async () => {
+      const rename = (n: number) => ({ name: 'rename_composition', arguments: { name: `Take ${n}` } });
+      llm.script([{ calls: Array.from({ length: 20 }, (_, n) => rename(n + 1)) }, { final: 'Done.' }]);
+      const res = await post({ prompt: 'rename it twenty times', project_id: projectId, composition_id: main.short_id });
+      const job = await finished(res.body.job_id);
+      assert.equal(job.result.status, 'success');
+      assert.equal(job.result.ai_credits_used, 2 + 16, 'the drive has 1,000 credits: the bound is the turn, not the balance');
+      assert.match(job.result.agent_response, /Stopped: a turn makes at most 16 tool calls; ask again for the rest\.$/);
+      assert.doesNotMatch(job.result.agent_response, /credits/);
+      assert.match(job.result.agent_response, /to Take 1\. Renamed /, 'the summaries read as sentences');
+      assert.equal((await composition(main.composition_id)).name, 'Take 16');
+    });
+
     it('a tool call the tool refuses goes back to the model as its result, not into the job', async () => {
       llm.script([
         {

@@ -193,8 +193,11 @@ async function converse(
       // Cancellation is looked at between tool calls: a cancelled turn applies nothing.
       ctx.signal.throwIfAborted();
       if (calls.length >= budget.toolCalls) {
-        const stopped = `${describe(summaries)} Stopped: the drive's AI credits cover no more tool calls in this turn.`;
-        return { response: capped(stopped.trim(), RESPONSE_MAX), calls };
+        const why =
+          budget.toolCalls >= MAX_TOOL_CALLS
+            ? `a turn makes at most ${MAX_TOOL_CALLS} tool calls; ask again for the rest.`
+            : "the drive's AI credits cover no more tool calls in this turn.";
+        return { response: capped(`${describe(summaries)} Stopped: ${why}`.trim(), RESPONSE_MAX), calls };
       }
       await ctx.progress(`running ${call.name}`, ((step + 0.5) / MAX_STEPS) * 90);
       const ran = await runTool(deps, toolContext, model, edits, call);
@@ -223,7 +226,9 @@ const RECORDED_MAX = 1000;
 const RESPONSE_MAX = 4000;
 const capped = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
 
-const describe = (summaries: readonly string[]) => (summaries.length > 0 ? summaries.join(' ') : 'Nothing was changed.');
+/** The tools' summaries as sentences ("Added 1 marker at 0:00.0. Renamed Cut to Intro."). */
+const describe = (summaries: readonly string[]) =>
+  summaries.length > 0 ? summaries.map((s) => (/[.!?]$/.test(s.trim()) ? s.trim() : `${s.trim()}.`)).join(' ') : 'Nothing was changed.';
 
 /** What a tool or the composition decider answers about a call's arguments or changes: the model's to read, not the job's failure. */
 const REFUSALS = new Set(['invalid_input', 'not_found', 'unprocessable_entity']);
