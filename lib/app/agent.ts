@@ -185,7 +185,10 @@ export function agentAccept(deps: AgentAcceptDeps): AgentAccept {
 
 /** The rules the JSON Schema cannot say, each a 400 naming the field; resolves the model. */
 function checkRequest(catalog: Catalog, body: AgentJobRequest): ResolvedModel {
-  if (body.prompt.trim() === '') throw invalidInput('prompt must not be empty or only white space');
+  // Controls, zero-width and other format characters read as nothing, yet were charged a turn.
+  if (!/[\p{L}\p{N}\p{S}\p{P}]/u.test(body.prompt)) {
+    throw invalidInput('prompt must not be empty or only white space, control or invisible characters');
+  }
   if (body.project_id !== undefined && body.project_name !== undefined) {
     throw invalidInput('project_id and project_name are mutually exclusive: give exactly one');
   }

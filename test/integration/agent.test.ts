@@ -167,6 +167,8 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
         [{ project_id: projectId }, /prompt is required/],
         [{ prompt: '', project_id: projectId }, /prompt/],
         [{ prompt: '   ', project_id: projectId }, /prompt must not be empty/],
+        [{ prompt: '\u0000', project_id: projectId }, /prompt must not be empty or only white space, control or invisible/],
+        [{ prompt: '\u200b\u200b \u2060', project_id: projectId }, /prompt must not be empty/],
         [{ prompt: 'x'.repeat(10_001), project_id: projectId }, /prompt/],
         [{ prompt: 42, project_id: projectId }, /prompt/],
         [{ prompt: 'x', project_id: projectId, project_name: 'Also' }, /mutually exclusive/],
