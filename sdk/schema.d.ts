@@ -596,9 +596,12 @@ export type components = {
                 [key: string]: components["schemas"]["import-request.mediaItem"];
             };
             add_compositions?: {
-                name: string;
+                /** @description The composition's name; "Composition N" (its place in add_compositions, from 1) when not given. */
+                name?: string;
                 width?: number;
                 height?: number;
+                /** @description Accepted and ignored, as the public Descript API does: a render's frame rate is the highest of its sources'. */
+                fps?: number;
                 clips: {
                     media: string;
                 }[];

@@ -26,7 +26,8 @@ export type ImportRequest = {
       retry_until_found?: boolean;
     }
   >;
-  add_compositions?: { name: string; clips: { media: string }[]; width?: number; height?: number }[];
+  /** `fps` is taken and ignored, as the public API does; a missing name is "Composition N". */
+  add_compositions?: { name?: string; clips: { media: string }[]; width?: number; height?: number; fps?: number }[];
   callback_url?: string;
 };
 
@@ -106,7 +107,8 @@ export function planImport(body: ImportRequest, existingRefs: ReadonlySet<string
         throw invalidInput(`add_compositions[${i}].clips[${j}].media: "${clip.media}" is not a media reference of this request or project`);
       }
     });
-    return { name: c.name, clips: c.clips.map((clip) => clip.media), width: c.width ?? 1920, height: c.height ?? 1080 };
+    const name = c.name ?? `Composition ${i + 1}`;
+    return { name, clips: c.clips.map((clip) => clip.media), width: c.width ?? 1920, height: c.height ?? 1080 };
   });
   return { media: [...media], compositions };
 }

@@ -326,9 +326,14 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
         /add_compositions\[0\]\.clips\[0\]\.media/,
       ],
       [
-        'a composition without a name',
-        { project_name: 'x', add_media: { 'a.wav': { url } }, add_compositions: [{ clips: [] }] },
-        /add_compositions\[0\]\.name is required/,
+        'a composition without clips',
+        { project_name: 'x', add_media: { 'a.wav': { url } }, add_compositions: [{ name: 'c' }] },
+        /add_compositions\[0\]\.clips is required/,
+      ],
+      [
+        'a composition with an fps of 0',
+        { project_name: 'x', add_media: { 'a.wav': { url } }, add_compositions: [{ clips: [], fps: 0 }] },
+        /add_compositions\[0\]\.fps/,
       ],
       [
         'a sequence track naming unknown media',

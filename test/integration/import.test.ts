@@ -88,6 +88,28 @@ describe('POST /v1/jobs/import/project_media (HTTP, embedded adapters)', functio
     });
   });
 
+  it('takes compositions as the public API does: the name optional ("Composition N"), fps taken and ignored', async () => {
+    const res = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth())
+      .send({
+        project_name: 'Unnamed compositions',
+        add_media: { 'voice.wav': { url: media.url('file', 'voice.wav') } },
+        add_compositions: [
+          { name: 'Named', clips: [{ media: 'voice.wav' }] },
+          { clips: [{ media: 'voice.wav' }], fps: 29.97, width: 1280, height: 720 },
+        ],
+      });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const job = await h.waitForJob(res.body.job_id);
+    const result = job.result as Record<string, any>;
+    assert.equal(result.status, 'success', JSON.stringify(result));
+    assert.deepEqual(
+      (result.created_compositions as { name: string }[]).map((c) => c.name),
+      ['Named', 'Composition 2'],
+    );
+  });
+
   it('names each new project and its import job with a time-ordered UUID (v7), so the stores append instead of scattering', async () => {
     const V7 = '[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}';
     const accepted: { job_id: string; project_id: string }[] = [];
