@@ -45,6 +45,8 @@ export type PlanOptions = {
   readonly maxFileBytes?: number;
   /** What the upload items of the request may declare together. */
   readonly maxUploadBytes?: number;
+  /** The project's files that are images: a clip of one is refused (an image cannot be a clip). */
+  readonly existingImages?: ReadonlySet<string>;
 };
 
 /** Checks every reference in the request; returns the plan or throws `invalid_input` naming the field. */
@@ -105,6 +107,9 @@ export function planImport(body: ImportRequest, existingRefs: ReadonlySet<string
     c.clips.forEach((clip, j) => {
       if (!media.has(clip.media) && !existingRefs.has(clip.media)) {
         throw invalidInput(`add_compositions[${i}].clips[${j}].media: "${clip.media}" is not a media reference of this request or project`);
+      }
+      if (options.existingImages?.has(clip.media)) {
+        throw invalidInput(`add_compositions[${i}].clips[${j}].media: "${clip.media}" is an image, and an image cannot be a clip`);
       }
     });
     const name = c.name ?? `Composition ${i + 1}`;

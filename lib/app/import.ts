@@ -146,6 +146,7 @@ export async function prepareImport(
     urlRefusal: deps.urlRefusal,
     maxFileBytes: deps.mediaMaxBytes,
     maxUploadBytes: deps.uploadBytesPerRequest ?? DEFAULT_UPLOAD_BYTES_PER_REQUEST,
+    existingImages: project?.images,
     newUpload: () => ({ asset_id: deps.ids.uuid(), artifact_id: deps.ids.uuid(), expires_at: expiresAt() }),
   });
   if (plan.media.some(([, item]) => !isSequenceItem(item))) {
@@ -236,5 +237,6 @@ async function loadExistingProject(deps: Imports, who: Principal, projectId: str
   const { state } = await deps.projects.load(projectId);
   if (!state.exists) throw notFound(`project ${projectId} does not exist`);
   if (state.project.drive_id !== who.driveId) throw forbidden(`project ${projectId} belongs to another drive`);
-  return { media: new Set(state.media.keys()), shortIds: new Set(state.compositions.map((c) => c.short_id)) };
+  const images = new Set([...state.media].filter(([, m]) => m.media_type === 'image').map(([ref]) => ref));
+  return { media: new Set(state.media.keys()), images, shortIds: new Set(state.compositions.map((c) => c.short_id)) };
 }

@@ -110,6 +110,21 @@ describe('POST /v1/jobs/import/project_media (HTTP, embedded adapters)', functio
     );
   });
 
+  it("refuses a clip of one of the project's images (400 naming the clip): an image cannot be a clip", async () => {
+    const first = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth())
+      .send({ project_name: 'Stills', add_media: { 'still.png': { url: media.url('file', 'still.png') } } });
+    assert.equal(first.status, 201, JSON.stringify(first.body));
+    assert.equal(((await h.waitForJob(first.body.job_id)).result as { status: string }).status, 'success');
+    const res = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth())
+      .send({ project_id: first.body.project_id, add_compositions: [{ name: 'Only a still', clips: [{ media: 'still.png' }] }] });
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.equal(res.body.message, 'add_compositions[0].clips[0].media: "still.png" is an image, and an image cannot be a clip');
+  });
+
   it('names each new project and its import job with a time-ordered UUID (v7), so the stores append instead of scattering', async () => {
     const V7 = '[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}';
     const accepted: { job_id: string; project_id: string }[] = [];
