@@ -92,7 +92,9 @@ export function renderProjectDetail(view: ProjectView, publications: readonly Pu
     // Own properties from entries: a reference such as "__proto__" stays a key.
     media_files: Object.fromEntries(project.media.map((m) => [m.ref, mediaFileOf(m)])),
     compositions: view.compositions.map(({ id, name, duration, media_type }) => ({ id, name, duration, media_type })),
-    publishes: publications.map((p) => publishEntry(p, view, webUrl)),
+    // "Successfully published share pages" (SPEC): a page is listed once it has been rendered, so
+    // `published_at` is always a time; a republish in progress stays listed with its last render.
+    publishes: publications.filter((p) => p.doc.published_at !== null).map((p) => publishEntry(p, view, webUrl)),
     ...(project.folder_path !== null && { folder_path: project.folder_path }),
   };
 }
