@@ -3,10 +3,11 @@ import type { components, operations, paths } from './schema';
 import { retrying } from './retry';
 import { waitForJob as waitJob, type Job, type WaitOptions } from './jobs';
 import { uploadFile, type UploadOptions, type UploadResult } from './upload';
-import { ApiError } from './errors';
+import { ApiError, UnexpectedAnswerError } from './errors';
 import { requestJson } from './node-http';
+import { boundedFetch, DEFAULT_TIMEOUTS } from './timeout';
 
-export { ApiError } from './errors';
+export { ApiError, networkFailure, ResponseTimeoutError, UnexpectedAnswerError } from './errors';
 export type { Job, WaitOptions } from './jobs';
 export type { UploadOptions, UploadResult } from './upload';
 export type { components, operations, paths } from './schema';
@@ -36,6 +37,14 @@ export type ClientOptions = {
   maxAttempts?: number;
   /** Longest `Retry-After` waited for; a longer one is thrown as the ApiError (60 s unless told). */
   maxRetryAfterSeconds?: number;
+  /**
+   * How long an answer's headers may take before the request fails with `ResponseTimeoutError`
+   * (30 s unless told): a server that accepts the connection and never answers. An upload is
+   * bounded by its progress instead: this long without a byte taken or an answer after the last.
+   */
+  timeoutMs?: number;
+  /** How long a job's event stream may stay silent before `waitForJob` polls instead (45 s unless told; the service sends a keep-alive every 15 s). */
+  streamIdleMs?: number;
 };
 
 /** Per request: an Idempotency-Key makes a creating POST safe to send again. */
@@ -48,10 +57,16 @@ export type Client = ReturnType<typeof createClient>;
 export function createClient(options: ClientOptions) {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   const retry = { maxAttempts: options.maxAttempts ?? 4, maxRetryAfterSeconds: options.maxRetryAfterSeconds ?? 60 };
-  const fetch = retrying(options.fetch ?? globalThis.fetch, retry);
+  const timeouts = {
+    responseMs: options.timeoutMs ?? DEFAULT_TIMEOUTS.responseMs,
+    streamIdleMs: options.streamIdleMs ?? DEFAULT_TIMEOUTS.streamIdleMs,
+  };
+  // Each attempt bounded on its own: a retry after Retry-After gets the whole bound again.
+  const fetch = retrying(boundedFetch(options.fetch ?? ((input, init) => globalThis.fetch(input, init)), timeouts.responseMs), retry);
   // Made at first use: openapi-fetch reads globalThis.Request, which loads undici (node-http.ts says why that matters).
   let made: ReturnType<typeof createFetchClient<paths>> | undefined;
-  const api = () => (made ??= createFetchClient<paths>({ baseUrl, fetch, headers: { Authorization: `Bearer ${options.token}` } }));
+  const api = () =>
+    (made ??= jsonChecked(createFetchClient<paths>({ baseUrl, fetch, headers: { Authorization: `Bearer ${options.token}` } })));
   const headers = (o?: RequestOptions): Record<string, string> => (o?.idempotencyKey ? { 'Idempotency-Key': o.idempotencyKey } : {});
   /** A creating POST by node:http, when the client has no fetch of the caller's own. */
   const postJson = <T>(path: string, body: unknown, o?: RequestOptions) =>
@@ -62,6 +77,7 @@ export function createClient(options: ClientOptions) {
         headers: { Authorization: `Bearer ${options.token}`, 'Content-Type': 'application/json', ...headers(o) },
         body: JSON.stringify(body),
         signal: o?.signal,
+        responseMs: timeouts.responseMs,
       },
       retry,
     );
@@ -123,14 +139,21 @@ export function createClient(options: ClientOptions) {
     waitForJob: (jobId: string, o: WaitOptions = {}): Promise<Job> =>
       waitJob(
         // The event stream by node:http unless the caller gave a fetch: `mps import --wait` opens it during the upload.
-        { baseUrl, token: options.token, fetch, http: !options.fetch, getJob: (id, signal) => client.getJob(id, { signal }) },
+        {
+          baseUrl,
+          token: options.token,
+          fetch,
+          http: !options.fetch,
+          timeouts,
+          getJob: (id, signal) => client.getJob(id, { signal }),
+        },
         jobId,
         o,
       ),
     /** Uploads a file to an import's `upload_url` in resumable parts, from what the server already has. */
     uploadFile: (path: string, uploadUrl: string, o: UploadOptions = {}): Promise<UploadResult> =>
       // A fetch of the caller's own (a proxy's, a test's) carries the upload too.
-      uploadFile(fetch, path, uploadUrl, { transport: options.fetch ? 'fetch' : 'http', ...o }),
+      uploadFile(fetch, path, uploadUrl, { transport: options.fetch ? 'fetch' : 'http', idleMs: timeouts.responseMs, ...o }),
 
     /**
      * Imports and waits for the job: `files` are local files to upload (`ref` → path and type),
@@ -165,6 +188,24 @@ export function createClient(options: ClientOptions) {
     },
   };
   return client;
+}
+
+/**
+ * openapi-fetch parses a 2xx as JSON whatever its type, so a page from another server (a wrong
+ * base URL, a captive portal) failed as "Unexpected token '<'": such an answer is thrown as an
+ * `UnexpectedAnswerError` saying what came back. Files (`parseAs: 'stream'`) are not JSON.
+ */
+function jsonChecked<C extends { use: (m: import('openapi-fetch').Middleware) => void }>(api: C): C {
+  api.use({
+    async onResponse({ response, options }) {
+      if (!response.ok || options.parseAs !== 'json' || response.status === 204 || response.headers.get('content-length') === '0') return;
+      const type = response.headers.get('content-type') ?? '';
+      if (/[/+]json\b/i.test(type)) return;
+      const start = await response.text().catch(() => '');
+      throw new UnexpectedAnswerError(response.status, type, start, response.url);
+    },
+  });
+  return api;
 }
 
 type FetchAnswer<T> = { data?: T; error?: unknown; response: Response };

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError } from './errors';
+import { ApiError, networkFailure } from './errors';
 import { bodyOf, errorOf, header, send } from './node-http';
 import type { components } from './schema';
+import { DEFAULT_TIMEOUTS, idleBounded, type TimeoutOptions } from './timeout';
 
 export type Job = components['schemas']['job'];
 
@@ -11,6 +12,11 @@ export type WaitOptions = {
   onUpdate?: (job: Job) => void;
   /** Between polls, when the server has no event stream (1 s unless told). */
   intervalMs?: number;
+  /**
+   * How long polls may keep failing in a row (the service unreachable or answering 5xx: a restart)
+   * before the wait fails with the last failure (60 s unless told); the job goes on meanwhile.
+   */
+  maxOutageMs?: number;
 };
 
 type JobSource = {
@@ -19,6 +25,7 @@ type JobSource = {
   fetch: typeof globalThis.fetch;
   /** The event stream by node:http rather than `fetch` (the client has no fetch of the caller's own). */
   http?: boolean;
+  timeouts?: TimeoutOptions;
   getJob: (jobId: string, signal?: AbortSignal) => Promise<Job>;
 };
 
@@ -39,11 +46,34 @@ export async function waitForJob(source: JobSource, jobId: string, options: Wait
   };
   const streamed = await followEvents(source, jobId, options.signal, seen);
   if (streamed) return streamed;
+  const poll = outlasting(() => source.getJob(jobId, options.signal), options);
   for (;;) {
-    const job = seen(await source.getJob(jobId, options.signal));
+    const job = seen(await poll());
     if (isFinal(job)) return job;
     await sleep(options.intervalMs ?? 1000, undefined, { signal: options.signal });
   }
+}
+
+/**
+ * `get` retried through an outage (a network failure or a 5xx) with backoff, 0.5 s doubling to
+ * 5 s, until failures have lasted `maxOutageMs`: a service that restarts loses none of its jobs,
+ * so a wait need not die with it. Anything else (a 404, a refused token) is thrown at once.
+ */
+function outlasting<T>(get: () => Promise<T>, options: WaitOptions): () => Promise<T> {
+  const limit = options.maxOutageMs ?? 60_000;
+  return async () => {
+    const since = Date.now();
+    for (let failures = 0; ; failures += 1) {
+      try {
+        return await get();
+      } catch (err) {
+        const outage = networkFailure(err) !== undefined || (err instanceof ApiError && err.status >= 500);
+        if (options.signal?.aborted || !outage || Date.now() - since >= limit) throw err;
+        const backoff = Math.min(500 * 2 ** failures, 5000, Math.max(0, limit - (Date.now() - since)));
+        await sleep(backoff, undefined, { signal: options.signal });
+      }
+    }
+  };
 }
 
 /** The final job read from the event stream, or null to poll instead. Errors of the API itself (401, 403) are thrown. */
@@ -55,9 +85,12 @@ async function followEvents(
 ): Promise<Job | null> {
   const url = `${source.baseUrl}/jobs/${encodeURIComponent(jobId)}/events`;
   const headers = { Authorization: `Bearer ${source.token}`, Accept: 'text/event-stream' };
+  const timeouts = source.timeouts ?? DEFAULT_TIMEOUTS;
   let stream: EventStream;
   try {
-    stream = await (source.http ? eventsByHttp(url, headers, signal) : eventsByFetch(source.fetch, url, headers, signal));
+    stream = await (source.http
+      ? eventsByHttp(url, headers, timeouts.responseMs, signal)
+      : eventsByFetch(source.fetch, url, headers, signal));
   } catch (err) {
     if (signal?.aborted) throw err;
     return null;
@@ -68,7 +101,8 @@ async function followEvents(
     return null;
   }
   try {
-    for await (const data of eventData(stream.body)) {
+    // A stream silent past its keep-alives is dead (a server gone without closing it): poll instead.
+    for await (const data of eventData(idleBounded(stream.body, timeouts.streamIdleMs, url, stream.close))) {
       const job = seen(JSON.parse(data) as Job);
       if (isFinal(job)) return job;
     }
@@ -87,18 +121,20 @@ async function eventsByFetch(
   headers: Record<string, string>,
   signal?: AbortSignal,
 ): Promise<EventStream> {
-  const response = await fetch(url, { headers, signal });
+  // Closing aborts the request: cancelling a body that a reader holds (locked) would do nothing.
+  const closing = new AbortController();
+  const response = await fetch(url, { headers, signal: signal ? AbortSignal.any([signal, closing.signal]) : closing.signal });
   return {
     status: response.status,
     type: response.headers.get('content-type') ?? '',
     body: response.body ?? (async function* () {})(),
     refusal: async () => ApiError.of(response, await response.json().catch(() => null)),
-    close: () => void response.body?.cancel().catch(() => undefined),
+    close: () => closing.abort(),
   };
 }
 
-async function eventsByHttp(url: string, headers: Record<string, string>, signal?: AbortSignal): Promise<EventStream> {
-  const response = await send(url, { method: 'GET', headers, signal });
+async function eventsByHttp(url: string, headers: Record<string, string>, responseMs: number, signal?: AbortSignal): Promise<EventStream> {
+  const response = await send(url, { method: 'GET', headers, signal, responseMs });
   return {
     status: response.statusCode ?? 0,
     type: header(response, 'content-type') ?? '',

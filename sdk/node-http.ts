@@ -1,6 +1,6 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError, retryAfterSeconds } from './errors';
+import { ApiError, ResponseTimeoutError, retryAfterSeconds, UnexpectedAnswerError } from './errors';
 import type { RetryOptions } from './retry';
 
 /**
@@ -11,7 +11,14 @@ import type { RetryOptions } from './retry';
  * The answers and errors are the same as through openapi-fetch: the body, or an `ApiError`.
  */
 
-export type HttpRequest = { method: string; headers: Record<string, string>; body?: string; signal?: AbortSignal };
+export type HttpRequest = {
+  method: string;
+  headers: Record<string, string>;
+  body?: string;
+  signal?: AbortSignal;
+  /** How long the answer's headers may take (a server that accepts and never answers); unbounded unless told. */
+  responseMs?: number;
+};
 
 /** Sends the request; resolves with the answer once its headers are in (its body still to read). */
 export async function send(url: string, init: HttpRequest): Promise<IncomingMessage> {
@@ -20,8 +27,18 @@ export async function send(url: string, init: HttpRequest): Promise<IncomingMess
   const request = target.protocol === 'https:' ? (await import('node:https')).request : httpRequest;
   const headers = init.body === undefined ? init.headers : { ...init.headers, 'Content-Length': String(Buffer.byteLength(init.body)) };
   return new Promise((resolve, reject) => {
-    const req = request(target, { method: init.method, headers, signal: init.signal }, resolve);
-    req.once('error', reject);
+    const timer =
+      init.responseMs === undefined
+        ? undefined
+        : setTimeout(() => req.destroy(new ResponseTimeoutError(url, init.responseMs!)), init.responseMs);
+    const req = request(target, { method: init.method, headers, signal: init.signal }, (response) => {
+      clearTimeout(timer);
+      resolve(response);
+    });
+    req.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
     req.end(init.body);
   });
 }
@@ -58,10 +75,17 @@ export async function requestJson<T>(url: string, init: HttpRequest, retry: Retr
     const response = await send(url, init);
     const body = await bodyOf(response);
     const status = response.statusCode ?? 0;
-    if (status >= 200 && status < 300) return body as T;
+    if (status >= 200 && status < 300) return jsonOf<T>(response, body, url);
     const wait = retryAfterSeconds(header(response, 'retry-after'));
     const retriable = status === 429 || (status === 503 && wait !== undefined);
     if (!retriable || attempt >= retry.maxAttempts || (wait ?? 0) > retry.maxRetryAfterSeconds) throw errorOf(response, body);
     await sleep((wait ?? 1) * 1000, undefined, { signal: init.signal });
   }
+}
+
+/** A 2xx's JSON; anything else (an HTML page, nothing) means this is not the service answering. */
+function jsonOf<T>(response: IncomingMessage, body: unknown, url: string): T {
+  if (typeof body === 'object' && body !== null) return body as T;
+  const start = typeof body === 'string' ? body : '';
+  throw new UnexpectedAnswerError(response.statusCode ?? 0, header(response, 'content-type') ?? '', start, url);
 }

@@ -7,10 +7,13 @@ export type RetryOptions = { maxAttempts: number; maxRetryAfterSeconds: number }
  * A fetch that sends a request again after the server's `Retry-After` when it is answered 429,
  * or 503 with `Retry-After` (the server saying when it can take it): at most `maxAttempts` in
  * all, and never for a wait longer than `maxRetryAfterSeconds`. Any other answer, 4xx included,
- * is returned as it is. The request is cloned per attempt, so a body can be sent again.
+ * is returned as it is. The request is cloned per attempt, so a body can be sent again; a
+ * streamed body cannot (cloning tees it, and the unread branch would buffer the whole stream),
+ * so such a request is sent once, as it is.
  */
 export function retrying(fetch: typeof globalThis.fetch, options: RetryOptions): typeof globalThis.fetch {
   return async (input, init) => {
+    if (!isReplayable(init?.body)) return fetch(input, init);
     const request = new Request(input, init);
     for (let attempt = 1; ; attempt += 1) {
       const response = await fetch(request.clone());
@@ -22,4 +25,18 @@ export function retrying(fetch: typeof globalThis.fetch, options: RetryOptions):
       await sleep((wait ?? 1) * 1000, undefined, { signal: request.signal });
     }
   };
+}
+
+/** A body held whole (text, bytes, a form, a blob) can be sent again; a stream or an async iterable cannot. */
+export function isReplayable(body: RequestInit['body'] | undefined): boolean {
+  return (
+    body === undefined ||
+    body === null ||
+    typeof body === 'string' ||
+    body instanceof ArrayBuffer ||
+    ArrayBuffer.isView(body) ||
+    body instanceof Blob ||
+    body instanceof URLSearchParams ||
+    body instanceof FormData
+  );
 }

@@ -3,7 +3,7 @@ import { open, stat, type FileHandle } from 'node:fs/promises';
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError } from './errors';
+import { ApiError, ResponseTimeoutError, UnexpectedAnswerError } from './errors';
 import { bodyOf, errorOf, header } from './node-http';
 
 export type UploadOptions = {
@@ -28,6 +28,12 @@ export type UploadOptions = {
    * it already holds, and a failed PUT asks as usual.
    */
   fresh?: boolean;
+  /**
+   * How long the upload may go without progress (no byte taken by the socket, or no answer after
+   * the last) before the PUT fails and is retried as a lost connection. Unbounded unless told;
+   * the client gives its `timeoutMs`.
+   */
+  idleMs?: number;
 };
 
 export type UploadResult = { asset_id: string; size: number };
@@ -43,8 +49,8 @@ export async function uploadFile(
   url: string,
   options: UploadOptions = {},
 ): Promise<UploadResult> {
+  const partSize = checkedPartSize(options.partSize);
   const total = (await stat(path)).size;
-  const partSize = options.partSize;
   const file = await open(path, 'r');
   try {
     let failures = 0;
@@ -67,7 +73,9 @@ export async function uploadFile(
       } catch (err) {
         // A conflict: the server holds other bytes than the PUT assumed (`fresh` was wrong); ask at once.
         const conflict = err instanceof ApiError && err.status === 409;
-        const retriable = !(err instanceof ApiError) || err.status >= 500 || err.status === 429 || conflict;
+        // Another server's page will not change with asking again.
+        const foreign = err instanceof UnexpectedAnswerError;
+        const retriable = !foreign && (!(err instanceof ApiError) || err.status >= 500 || err.status === 429 || conflict);
         if (options.signal?.aborted || !retriable || ++failures > (options.retries ?? 3)) throw err;
         if (!conflict) await sleep(Math.min(200 * 2 ** failures, 5000), undefined, { signal: options.signal });
         held = await ask(fetch, url, total, options.signal);
@@ -78,6 +86,12 @@ export async function uploadFile(
   } finally {
     await file.close();
   }
+}
+
+/** A part size is a whole number of bytes, 1 or more: anything else would send a malformed Content-Range. */
+function checkedPartSize(partSize: number | undefined): number | undefined {
+  if (partSize === undefined || (Number.isSafeInteger(partSize) && partSize >= 1)) return partSize;
+  throw new RangeError(`partSize must be a whole number of bytes, 1 or more (got ${partSize})`);
 }
 
 /** What the server holds: the number of bytes, or the upload's answer once complete. */
@@ -127,6 +141,11 @@ async function sendRest(
     },
     signal: options.signal,
   });
+  // The socket's own idle timer: reset by each byte written or read, so a long upload is never cut.
+  if (options.idleMs !== undefined) {
+    const ms = options.idleMs;
+    request.setTimeout(ms, () => request.destroy(new ResponseTimeoutError(url, ms)));
+  }
   try {
     const answered = new Promise<IncomingMessage>((resolve, reject) => request.once('response', resolve).once('error', reject));
     const sending = writeFileRange(file, request, first, total, (sent) => options.onProgress?.(sent, total));
@@ -135,7 +154,8 @@ async function sendRest(
     const response = await Promise.race([answered, sending.then(() => answered)]);
     // Read as node:http gives it: a web Response here would load undici for nothing.
     const body = await bodyOf(response);
-    return held(response.statusCode ?? 0, header(response, 'range'), body, () => errorOf(response, body));
+    const answer = { status: response.statusCode ?? 0, range: header(response, 'range'), type: header(response, 'content-type'), body };
+    return held(answer, url, () => errorOf(response, body));
   } finally {
     request.destroy();
   }
@@ -195,30 +215,67 @@ async function streamThroughFetch(
   options: UploadOptions,
 ): Promise<number | UploadResult> {
   const source = createReadStream(path, { start: first, highWaterMark: 1024 * 1024 });
+  const idle = idleAbort(url, options.idleMs);
   let sent = first;
-  source.on('data', (chunk) => options.onProgress?.((sent += chunk.length), total));
+  source.on('data', (chunk) => {
+    idle.touch();
+    options.onProgress?.((sent += chunk.length), total);
+  });
+  const signal = options.signal ? AbortSignal.any([options.signal, idle.signal]) : idle.signal;
   try {
     const response = await fetch(url, {
       method: 'PUT',
       headers: { 'Content-Type': 'application/octet-stream', 'Content-Range': `bytes ${first}-${total - 1}/${total}` },
       body: Readable.toWeb(source) as ReadableStream<Uint8Array>,
       duplex: 'half',
-      signal: options.signal,
+      signal,
     } as RequestInit);
+    idle.stop();
     return await heldBy(response);
   } finally {
+    idle.stop();
     source.destroy();
   }
 }
 
-async function heldBy(response: Response): Promise<number | UploadResult> {
-  const body = response.status === 308 ? null : await response.json().catch(() => null);
-  return held(response.status, response.headers.get('range'), body, () => ApiError.of(response, body));
+/** A signal aborted once `ms` pass without a `touch()` (fetch pulling the next chunk): the bound of a streamed PUT. */
+function idleAbort(url: string, ms: number | undefined): { signal: AbortSignal; touch(): void; stop(): void } {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const touch = () => {
+    if (ms === undefined) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => controller.abort(new ResponseTimeoutError(url, ms)), ms);
+  };
+  touch();
+  return { signal: controller.signal, touch, stop: () => clearTimeout(timer) };
 }
 
-/** What an answer says the server holds: bytes (308 with its `Range`), the upload's result (200), or the refusal thrown. */
-function held(status: number, range: string | null, body: unknown, refusal: () => ApiError): number | UploadResult {
+async function heldBy(response: Response): Promise<number | UploadResult> {
+  const text = response.status === 308 ? '' : await response.text().catch(() => '');
+  const body = jsonOrText(text);
+  const answer = { status: response.status, range: response.headers.get('range'), type: response.headers.get('content-type'), body };
+  return held(answer, response.url, () => ApiError.of(response, body));
+}
+
+function jsonOrText(text: string): unknown {
+  try {
+    return text ? (JSON.parse(text) as unknown) : null;
+  } catch {
+    return text;
+  }
+}
+
+type UploadAnswer = { status: number; range: string | null; type: string | null; body: unknown };
+
+/**
+ * What an answer says the server holds: bytes (308 with its `Range`), the upload's result (200),
+ * or the refusal thrown. A 200 that is not JSON is not the service's (a proxy's page).
+ */
+function held(answer: UploadAnswer, url: string, refusal: () => ApiError): number | UploadResult {
+  const { status, range, body } = answer;
   if (status === 200 && typeof body === 'object' && body !== null) return body as UploadResult;
+  if (status === 200) throw new UnexpectedAnswerError(status, answer.type ?? '', typeof body === 'string' ? body : '', url);
   if (status === 308) {
     const end = /^bytes=0-(\d+)$/.exec(range ?? '');
     return end ? Number(end[1]) + 1 : 0;

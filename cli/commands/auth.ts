@@ -1,8 +1,8 @@
 import { createInterface } from 'node:readline/promises';
 import { Writable } from 'node:stream';
 import type { Command } from 'commander';
-import { createClient } from '../../sdk/client';
-import { loadSession, normalizeBaseUrl, removeSession, saveSession } from '../lib/config';
+import { ApiError, createClient } from '../../sdk/client';
+import { clientTimeouts, loadSession, normalizeBaseUrl, removeSession, saveSession } from '../lib/config';
 import { CliError, describeFailure, Exit } from '../lib/exit';
 import { note, printFields, printJson } from '../lib/output';
 import { action, withJson } from '../lib/run';
@@ -20,9 +20,16 @@ export function registerAuth(program: Command): void {
         const answers = await askMissing(opts);
         const baseUrl = normalizeBaseUrl(answers.baseUrl || DEFAULT_BASE_URL);
         if (!answers.token) throw new CliError(Exit.usage, '--token: a token is needed (make one with the admin CLI: admin token create)');
-        const status = await createClient({ baseUrl, token: answers.token })
+        const status = await createClient({ baseUrl, token: answers.token, ...clientTimeouts() })
           .status()
           .catch((err: unknown) => {
+            // Every service answers GET /status: a 404 means the base URL is not the API's.
+            if (err instanceof ApiError && err.status === 404) {
+              throw new CliError(
+                Exit.usage,
+                `--base-url: ${baseUrl} looks wrong: GET /status is not there (${err.message}); give the API's base URL, ending in /v1`,
+              );
+            }
             // No session yet to name the URL in the message: name the one being tried.
             const failure = describeFailure(err, baseUrl);
             throw failure.code === Exit.unavailable ? new CliError(failure.code, failure.message) : err;

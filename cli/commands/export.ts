@@ -19,7 +19,7 @@ export function registerExport(program: Command): void {
     .requiredOption('--project <id>', 'the project')
     .requiredOption('--format <format>', TRANSCRIPT_FORMATS.join(', '), oneOf(TRANSCRIPT_FORMATS))
     .option('--composition <id>', 'the composition (the first one by default)')
-    .requiredOption('-o, --output <file>', 'where to write it')
+    .requiredOption('-o, --output <file>', 'where to write it (- for stdout)')
     .action(
       action(async (ctx, opts: ExportOptions) => {
         const client = await ctx.client();
@@ -38,7 +38,7 @@ export function registerExport(program: Command): void {
     .requiredOption('--format <format>', TIMELINE_FORMATS.join(', '), oneOf(TIMELINE_FORMATS))
     .option('--composition <id>', 'the composition (the first one by default)')
     .option('--with-media', 'a zip with the media files beside the timeline')
-    .requiredOption('-o, --output <file>', 'where to write it')
+    .requiredOption('-o, --output <file>', 'where to write it (- for stdout)')
     .action(
       action(async (ctx, opts: ExportOptions) => {
         const client = await ctx.client();
@@ -51,7 +51,13 @@ export function registerExport(program: Command): void {
     );
 }
 
+/** `-o -` is stdout, as with other CLIs: what was written is then said on stderr, even with --json. */
 async function save(json: boolean, file: FileAnswer, output: string): Promise<void> {
+  if (output === '-') {
+    await new Promise<void>((resolve, reject) => process.stdout.write(file.bytes, (err) => (err ? reject(err) : resolve())));
+    note(`wrote ${formatBytes(file.bytes.length)} to stdout (${file.contentType})`);
+    return;
+  }
   await writeFile(output, file.bytes);
   const written = { file: output, bytes: file.bytes.length, content_type: file.contentType, file_name: file.fileName };
   if (json) printJson(written);

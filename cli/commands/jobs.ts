@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { failUnlessSucceeded, jobLine, printJob } from '../lib/jobs';
-import { note, printJson, printTable } from '../lib/output';
+import { note, printJson, printTable, visible } from '../lib/output';
 import { action, withJson } from '../lib/run';
 import { oneOf, positiveInt } from './options';
 
@@ -59,7 +59,7 @@ export function registerJobs(program: Command): void {
         // One line per change on stdout (NDJSON with --json): watching is this command's answer.
         const job = await client.waitForJob(jobId, {
           signal: ctx.signal,
-          onUpdate: (j) => process.stdout.write(ctx.json ? `${JSON.stringify(j)}\n` : `${jobLine(j)}\n`),
+          onUpdate: (j) => process.stdout.write(ctx.json ? `${JSON.stringify(j)}\n` : `${visible(jobLine(j))}\n`),
         });
         failUnlessSucceeded(job);
       }),

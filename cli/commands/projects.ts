@@ -74,7 +74,7 @@ export function registerProjects(program: Command): void {
             r.name ?? r.path ?? '',
             r.project_id ?? '',
             r.composition_id ?? '',
-            r.snippet ? plainSnippet(r.snippet, bold) : '',
+            { safe: r.snippet ? plainSnippet(r.snippet, bold) : '' },
           ]),
           'nothing found',
         );

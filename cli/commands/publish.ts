@@ -1,8 +1,11 @@
 import { createWriteStream } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
+import { rename, rm, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Command } from 'commander';
+import { boundedFetch, DEFAULT_TIMEOUTS } from '../../sdk/timeout';
+import { clientTimeouts } from '../lib/config';
 import { CliError, Exit } from '../lib/exit';
 import { waitAndReport } from '../lib/jobs';
 import { formatBytes, note, printFields, printJson } from '../lib/output';
@@ -33,6 +36,8 @@ export function registerPublish(program: Command): void {
     .option('--download <file>', 'wait, then download the render to this file')
     .action(
       action(async (ctx, opts: PublishOptions) => {
+        // A render is minutes of work: a download that cannot be written is found out before it.
+        if (opts.download) await checkFolder(opts.download);
         const client = await ctx.client();
         const accepted = await client.publish(
           {
@@ -63,12 +68,20 @@ export function registerPublish(program: Command): void {
     );
 }
 
+async function checkFolder(file: string): Promise<void> {
+  const folder = dirname(file);
+  const found = await stat(folder).catch(() => null);
+  if (!found?.isDirectory()) throw new CliError(Exit.usage, `--download: the folder ${folder} does not exist`);
+}
+
 /**
  * The render to `file` with a progress bar by bytes: written beside it and renamed at the end, so
  * an interrupted download never leaves a truncated file under the name asked for.
  */
 async function download(url: string, file: string, signal: AbortSignal): Promise<void> {
-  const response = await fetch(url, { signal });
+  // Bounded as the SDK's requests are: a download server that never answers fails as unreachable.
+  const timeoutMs = clientTimeouts().timeoutMs ?? DEFAULT_TIMEOUTS.responseMs;
+  const response = await boundedFetch(fetch, timeoutMs)(url, { signal });
   if (!response.ok || !response.body) throw new CliError(Exit.refused, `the download answered ${response.status}: ${url}`);
   const total = Number(response.headers.get('content-length') ?? 0);
   const bar = await byteProgress('download');

@@ -71,6 +71,19 @@ function storedConfig(): StoredConfig {
   }
 }
 
+/**
+ * How long the client waits for an answer (MPS_TIMEOUT_SECONDS; the SDK's 30 s unless set): a
+ * server that accepts and never answers then fails as unreachable instead of hanging the command.
+ */
+export function clientTimeouts(env: NodeJS.ProcessEnv = process.env): { timeoutMs?: number } {
+  const raw = env.MPS_TIMEOUT_SECONDS;
+  if (!raw) return {};
+  const seconds = Number(raw);
+  if (!Number.isFinite(seconds) || seconds <= 0)
+    throw new CliError(Exit.usage, `MPS_TIMEOUT_SECONDS: must be a number of seconds above 0 (got ${raw})`);
+  return { timeoutMs: seconds * 1000 };
+}
+
 /** The session: MPS_BASE_URL / MPS_TOKEN override the stored one, each on its own (scripts, CI). */
 export async function loadSession(env: NodeJS.ProcessEnv = process.env): Promise<Session> {
   const stored = storedConfig();

@@ -1,4 +1,4 @@
-import { ApiError } from '../../sdk/errors';
+import { ApiError, networkFailure, UnexpectedAnswerError } from '../../sdk/errors';
 
 /**
  * The exit codes scripts can rely on (README "Clients: the CLI"): they say whose problem it was,
@@ -35,12 +35,18 @@ export function describeFailure(err: unknown, baseUrl?: string): { code: ExitCod
   if (err instanceof CliError) return { code: err.code, message: err.message };
   if (isAbort(err)) return { code: Exit.interrupted, message: 'interrupted' };
   if (err instanceof ApiError) return describeApiError(err);
-  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
-  if (err instanceof TypeError && cause) {
-    const where = baseUrl ? ` at ${baseUrl}` : '';
+  const where = baseUrl ? ` at ${baseUrl}` : '';
+  if (err instanceof UnexpectedAnswerError) {
     return {
       code: Exit.unavailable,
-      message: `cannot reach the service${where} (${cause.code ?? cause.message}): is it running? Check the base URL with mps login`,
+      message: `this does not look like the service${where}: ${err.message}; check the base URL with mps login`,
+    };
+  }
+  const network = networkFailure(err);
+  if (network !== undefined) {
+    return {
+      code: Exit.unavailable,
+      message: `cannot reach the service${where} (${network}): is it running? Check the base URL with mps login`,
     };
   }
   return { code: Exit.usage, message: err instanceof Error ? err.message : String(err) };
@@ -55,7 +61,7 @@ function describeApiError(err: ApiError): { code: ExitCode; message: string } {
   if (err.status === 402) {
     return {
       code: Exit.refused,
-      message: `the drive's balance is too low: ${err.message}; its operator raises it (admin drive update --media-seconds N or --credits N)`,
+      message: `the drive's balance is too low: ${err.message}; its operator raises it (admin drive update --drive <drive-id> --media-seconds N or --credits N)`,
     };
   }
   if (err.status === 429) {

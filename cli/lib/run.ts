@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createClient, type Client } from '../../sdk/client';
-import { loadSession, type Session } from './config';
+import { clientTimeouts, loadSession, type Session } from './config';
 import { CliError, describeFailure, Exit } from './exit';
 import { note } from './output';
 
@@ -38,7 +38,7 @@ export function action<A extends unknown[]>(run: (ctx: Context, ...args: A) => P
       json: Boolean(command.opts().json),
       signal: controller.signal,
       session: async () => (session ??= await loadSession()),
-      client: async () => createClient(await ctx.session()),
+      client: async () => createClient({ ...(await ctx.session()), ...clientTimeouts() }),
     };
     try {
       await run(ctx, ...args);

@@ -2,7 +2,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import type { Client } from '../../sdk/client';
 import { clientOf, defined, guarded, ToolFailure, type Extra, type ToolAnswer, type ToolContext } from './tool-kit';
-import { DEFAULT_WAIT_SECONDS, jobSummary, waitBounded } from './job-wait';
+import { DEFAULT_WAIT_SECONDS, waitBounded, waitedSummary } from './job-wait';
 import { folderPath, projectId, wait, waitSeconds } from './fields';
 
 /** The tools that start a job: import media from URLs, prompt the project agent, publish a composition. */
@@ -162,6 +162,6 @@ async function started(
   extra: Extra,
 ): Promise<ToolAnswer> {
   if (!options.wait) return { summary: `${head} Job ${accepted.job_id}: call wait_for_job to follow it.`, data: { accepted } };
-  const { job, finished } = await waitBounded(client, accepted.job_id, options.wait_timeout_seconds ?? DEFAULT_WAIT_SECONDS, extra);
-  return { summary: `${head} ${jobSummary(job, finished)}`, data: { accepted, finished, job } };
+  const waited = await waitBounded(client, accepted.job_id, options.wait_timeout_seconds ?? DEFAULT_WAIT_SECONDS, extra);
+  return { summary: `${head} ${waitedSummary(accepted.job_id, waited)}`, data: { accepted, finished: waited.finished, job: waited.job } };
 }

@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { clientOf, defined, guarded, type ToolContext } from './tool-kit';
-import { DEFAULT_WAIT_SECONDS, jobSummary, waitBounded } from './job-wait';
+import { DEFAULT_WAIT_SECONDS, jobSummary, waitBounded, waitedSummary } from './job-wait';
 import { jobId, projectId, waitSeconds } from './fields';
 
 /** The job tools: wait for a job (bounded), list jobs, cancel a job. */
@@ -18,8 +18,8 @@ export function registerJobTools(server: McpServer, ctx: ToolContext): void {
       annotations: { readOnlyHint: true },
     },
     guarded(ctx, 'wait_for_job', async ({ job_id, timeout_seconds }, extra) => {
-      const { job, finished } = await waitBounded(clientOf(ctx), job_id, timeout_seconds ?? DEFAULT_WAIT_SECONDS, extra);
-      return { summary: jobSummary(job, finished), data: { finished, job } };
+      const waited = await waitBounded(clientOf(ctx), job_id, timeout_seconds ?? DEFAULT_WAIT_SECONDS, extra);
+      return { summary: waitedSummary(job_id, waited), data: { finished: waited.finished, job: waited.job } };
     }),
   );
 

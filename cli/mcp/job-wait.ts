@@ -6,7 +6,8 @@ import type { Extra } from './tool-kit';
 export const MAX_WAIT_SECONDS = 600;
 export const DEFAULT_WAIT_SECONDS = 45;
 
-export type Waited = { job: Job; finished: boolean };
+/** `job` is null only when the wait ran out of time without the service answering once. */
+export type Waited = { job: Job | null; finished: boolean };
 
 const isFinal = (job: Job) => job.job_state === 'stopped' || job.job_state === 'cancelled';
 
@@ -19,18 +20,47 @@ export async function waitBounded(client: Client, jobId: string, seconds: number
   const timeout = AbortSignal.timeout(seconds * 1000);
   const signal = AbortSignal.any([timeout, extra.signal]);
   const progress = progressReporter(extra);
+  let latest: Job | undefined;
   try {
-    const job = await client.waitForJob(jobId, { signal, onUpdate: progress?.report });
+    const job = await client.waitForJob(jobId, {
+      signal,
+      onUpdate: (j) => {
+        latest = j;
+        progress?.report(j);
+      },
+    });
     return { job, finished: true };
   } catch (err) {
     if (!timeout.aborted || extra.signal.aborted) throw err;
-    const job = await client.getJob(jobId);
-    return { job, finished: isFinal(job) };
+    return { job: await jobAsItIs(client, jobId, latest, extra.signal), finished: false };
   } finally {
     // A notification still being written when the answer goes out would reach the client after
     // the call is over, for a token it no longer knows.
     await progress?.sent();
   }
+}
+
+/** How long the job is read for once the wait is out of time: the answer is due already. */
+export const LAST_LOOK_MS = 2000;
+
+/**
+ * The job as it is once the wait ran out of time, read briefly: a service that answers nothing
+ * must not hold the call past its timeout. Unfinished either way (the wait would have seen the
+ * end); the last state seen stands in when the read fails, null when none was seen.
+ */
+async function jobAsItIs(client: Client, jobId: string, latest: Job | undefined, cancelled: AbortSignal): Promise<Job | null> {
+  try {
+    return await client.getJob(jobId, { signal: AbortSignal.any([AbortSignal.timeout(LAST_LOOK_MS), cancelled]) });
+  } catch (err) {
+    if (cancelled.aborted) throw err;
+    return latest ?? null;
+  }
+}
+
+/** A bounded wait's answer for people and models. */
+export function waitedSummary(jobId: string, { job, finished }: Waited): string {
+  if (job) return jobSummary(job, finished);
+  return `Job ${jobId}: the service did not answer in time, so its state is unknown; call wait_for_job again later.`;
 }
 
 export type ProgressReporter = { report: (job: Job) => void; sent: () => Promise<void> };
@@ -100,5 +130,7 @@ export function jobSummary(job: Job, finished = isFinal(job)): string {
   if (r.created_compositions?.length) parts.push(`compositions: ${r.created_compositions.map((c) => `${c.name} (${c.id})`).join(', ')}`);
   if (r.agent_response) parts.push(`agent: ${r.agent_response}`);
   if (r.share_url) parts.push(`share URL: ${r.share_url}`);
-  return `${head}, ${parts.join('; ')}.`;
+  const text = `${head}, ${parts.join('; ')}`;
+  // The agent's own words often end a sentence already.
+  return /[.!?]$/.test(text) ? text : `${text}.`;
 }

@@ -1,6 +1,6 @@
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
-import { ApiError, type Client } from '../../sdk/client';
+import { ApiError, networkFailure, UnexpectedAnswerError, type Client } from '../../sdk/client';
 import { NOT_LOGGED_IN, type Connection } from './config';
 
 /** What a tool handler receives besides its arguments: the request's signal, progress token, notifier. */
@@ -58,9 +58,12 @@ export function describeFailure(err: unknown, connection: Connection | null): st
     return `${err.message} (HTTP ${err.status} ${err.error}${state})`;
   }
   if (err instanceof ToolFailure) return err.message;
-  if (err instanceof TypeError && err.message === 'fetch failed') {
-    const cause = (err as { cause?: { message?: string } }).cause?.message ?? 'no answer';
-    return `Cannot reach the Media Project Service at ${connection?.baseUrl} (${cause}): is it running? \`mps login\` sets its address.`;
+  if (err instanceof UnexpectedAnswerError) {
+    return `What answers at ${connection?.baseUrl} does not look like the Media Project Service (${err.message}): check the base URL (\`mps login\` sets it).`;
+  }
+  const network = networkFailure(err);
+  if (network !== undefined) {
+    return `Cannot reach the Media Project Service at ${connection?.baseUrl} (${network}): is it running? \`mps login\` sets its address.`;
   }
   return err instanceof Error ? err.message : String(err);
 }

@@ -2,11 +2,12 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Client, Job } from '../../sdk/client';
-import { ApiError } from '../../sdk/errors';
+import { createServer, type Server, type Socket } from 'node:net';
+import { createClient, type Client, type Job } from '../../sdk/client';
+import { ApiError, UnexpectedAnswerError } from '../../sdk/errors';
 import { apiBase, configFilePath, loadConnection } from '../../cli/mcp/config';
 import { foldersOf } from '../../cli/mcp/drive-tools';
-import { jobSummary, PROGRESS_ANSWER_GAP_MS, progressReporter } from '../../cli/mcp/job-wait';
+import { jobSummary, LAST_LOOK_MS, PROGRESS_ANSWER_GAP_MS, progressReporter, waitBounded } from '../../cli/mcp/job-wait';
 import { describeFailure, type Extra } from '../../cli/mcp/tool-kit';
 
 /** The MCP server's parts that need no service: its configuration, folders from paths, progress, error wording. */
@@ -174,6 +175,42 @@ describe('MCP server (mps mcp)', () => {
     it('summarises an unfinished job with what to do next', () => {
       assert.match(jobSummary(job('running', 42), false), /is running at 42% \(fetching\); call wait_for_job/);
     });
+
+    it('ends a finished summary with one full stop, also when the agent already ended its sentence', () => {
+      const said = (agent_response: string) =>
+        jobSummary({ ...job('stopped'), result: { status: 'success', agent_response } } as Job, true);
+      assert.match(said('Renamed it.'), /agent: Renamed it\.$/);
+      assert.match(said('Done!'), /agent: Done!$/);
+      assert.match(said('Renamed it'), /agent: Renamed it\.$/);
+    });
+  });
+
+  describe('wait_for_job against a service that accepts connections and never answers', () => {
+    let server: Server;
+    const sockets = new Set<Socket>();
+    before(async () => {
+      server = createServer((socket) => {
+        sockets.add(socket);
+        socket.on('close', () => sockets.delete(socket));
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    });
+    after(async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    });
+
+    it('answers finished: false soon after its timeout, with no job when none was ever seen', async () => {
+      const { port } = server.address() as { port: number };
+      // The client's own bounds as they are by default (30 s): the wait must not rely on them.
+      const client = createClient({ baseUrl: `http://127.0.0.1:${port}/v1`, token: 't' });
+      const extra = { signal: new AbortController().signal } as unknown as Extra;
+      const started = performance.now();
+      const waited = await waitBounded(client, 'j1', 1, extra);
+      const took = performance.now() - started;
+      assert.deepEqual(waited, { job: null, finished: false });
+      assert.ok(took < 1000 + LAST_LOOK_MS + 1000, `answered after ${Math.round(took)} ms`);
+    });
   });
 
   describe('error wording', () => {
@@ -185,6 +222,23 @@ describe('MCP server (mps mcp)', () => {
         'Job already stopped (HTTP 409 conflict, state stopped)',
       );
       assert.match(describeFailure(new ApiError(401, 'unauthorized', 'Invalid token'), connection), /Invalid token.*run `mps login`/);
+    });
+
+    it('reads the network failures of node:http (the import POST, the event stream) as "cannot reach"', () => {
+      for (const err of [Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }), new Error('socket hang up')]) {
+        assert.match(
+          describeFailure(err, connection),
+          /^Cannot reach the Media Project Service at http:\/\/127\.0\.0\.1:9\/v1 \(.+\): is it running\?/,
+        );
+      }
+    });
+
+    it('says a 2xx that is not JSON is not the service, rather than reading it as an answer', () => {
+      const html = new UnexpectedAnswerError(200, 'text/html', '<html>', 'http://127.0.0.1:9/v1/jobs/import/project_media');
+      assert.match(
+        describeFailure(html, connection),
+        /^What answers at http:\/\/127\.0\.0\.1:9\/v1 does not look like the Media Project Service \(.*200 text\/html.*\): check the base URL/,
+      );
     });
 
     it('says where the service was looked for when it cannot be reached', async () => {
