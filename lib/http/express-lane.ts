@@ -262,6 +262,6 @@ function bodyOf(text: string): unknown {
   } catch {
     throw new AppError('invalid_input', 'request body is not valid JSON');
   }
-  assertWellFormed(body);
+  assertWellFormed(body, text);
   return body;
 }

@@ -373,7 +373,7 @@ export function jsonBody(limitBytes: number, options: { readTimeoutMs?: number }
     const timer = setTimeout(() => ctx.req.complete || ctx.req.destroy(), readTimeoutMs);
     return parse(ctx, () => {
       clearTimeout(timer);
-      assertWellFormed(ctx.request.body);
+      assertWellFormed(ctx.request.body, (ctx.request as { rawBody?: string }).rawBody);
       return next();
     }).finally(() => clearTimeout(timer));
   };

@@ -1,6 +1,9 @@
 import { invalidInput } from '../domain/errors';
 import { fieldPath } from './schemas';
 
+/** A JSON escape of a surrogate, half of a pair or alone. */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
 /** A UTF-16 surrogate without its other half: text no UTF-8 can carry. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -9,8 +12,12 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * `\ud800` escape makes a lone surrogate, which UTF-8 cannot encode. Accepted, such a name was
  * stored, and then failed every use that encodes it (a folder's id, a file name in
  * Content-Disposition, a signed URL) as a 500. Named by its path, as the schemas name fields.
+ * `text`: the body as it arrived, when the caller has it.
  */
-export function assertWellFormed(value: unknown): void {
+export function assertWellFormed(value: unknown, text?: string): void {
+  // UTF-8 decoding replaces bytes it cannot read, so only a `\uD800`–`\uDFFF` escape makes a
+  // surrogate: a body whose text has none is not walked (the accept path's common case).
+  if (text !== undefined && !SURROGATE_ESCAPE.test(text)) return;
   const pointer = illFormedPath(value, '');
   if (pointer === null) return;
   // A key that is itself ill-formed is named escaped: JSON.stringify writes a lone surrogate as \udXXX.
