@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient, ResponseTimeoutError, UnexpectedAnswerError, type Job } from '../../sdk/client';
+import { jobDoc } from '../fixtures/job-doc';
 import { retrying } from '../../sdk/retry';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -41,16 +42,7 @@ describe('the SDK against hostile peers', function () {
   });
 
   const silent: Handler = (req) => req.resume();
-  const job = (job_state: Job['job_state']): Job =>
-    ({
-      job_id: 'j1',
-      job_type: 'import/project_media',
-      job_state,
-      created_at: '',
-      drive_id: 'd',
-      project_id: 'p',
-      project_url: 'u',
-    }) as Job;
+  const job = (job_state: Job['job_state']) => jobDoc(job_state);
   const json = (res: ServerResponse, status: number, body: unknown) =>
     res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
   const importBody = { project_name: 'x', add_media: { 'a.wav': { url: 'http://m.test/a.wav' } } };

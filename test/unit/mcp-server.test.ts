@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer, type Server, type Socket } from 'node:net';
 import { createClient, type Client, type Job } from '../../sdk/client';
+import { jobDoc } from '../fixtures/job-doc';
 import { ApiError, UnexpectedAnswerError } from '../../sdk/errors';
 import { apiBase, configFilePath, loadConnection } from '../../cli/mcp/config';
 import { foldersOf } from '../../cli/mcp/drive-tools';
@@ -93,17 +94,7 @@ describe('MCP server (mps mcp)', () => {
   });
 
   describe('progress notifications', () => {
-    const job = (job_state: Job['job_state'], percent?: number): Job =>
-      ({
-        job_id: 'j',
-        job_type: 'import/project_media',
-        job_state,
-        created_at: '',
-        drive_id: 'd',
-        project_id: 'p',
-        project_url: 'u',
-        ...(percent === undefined ? {} : { progress: { label: 'fetching', percent, last_update_at: '' } }),
-      }) as Job;
+    const job = jobDoc;
     const extraWith = (progressToken?: string | number) => {
       const sent: { progress: number; message?: string }[] = [];
       const extra = {
