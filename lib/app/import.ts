@@ -1,3 +1,4 @@
+import { signedExpiry } from './signed-urls';
 import { AppError, forbidden, invalidInput, notFound } from '../domain/errors';
 import { importJobId, projectUrl, streams } from '../domain/ids';
 import { isSequenceItem, shownShortId, uploadsOf, type ImportPlan, type UploadItem } from '../domain/import';
@@ -141,7 +142,7 @@ export async function prepareImport(
   const now = deps.clock.now().toISOString();
   // Whole seconds: the signed URL carries its expiry in Unix seconds, and the job must agree with
   // it. Worked out only for an upload item (most imports have none), the same for each.
-  const expiresAt = () => new Date(Math.floor((Date.parse(now) + deps.uploadTtlMs) / 1000) * 1000).toISOString();
+  const expiresAt = () => signedExpiry(new Date(now), deps.uploadTtlMs).toISOString();
   const plan = planImport(body, existing, {
     urlRefusal: deps.urlRefusal,
     maxFileBytes: deps.mediaMaxBytes,

@@ -18,6 +18,12 @@ const SIGNATURE_TEXT = /^[A-Za-z0-9_-]{43}$/;
 const UNIX_SECONDS = /^\d{1,12}$/;
 
 export type SigningOptions = { secret: string; expiresAt: Date };
+
+/**
+ * The expiry of a URL signed at `now` for `ttlMs`, cut to the whole second its `expires` names
+ * (Unix seconds): what a response says of the URL is then the instant the URL itself carries.
+ */
+export const signedExpiry = (now: Date, ttlMs: number): Date => new Date(Math.floor((now.getTime() + ttlMs) / 1000) * 1000);
 export type VerifyOptions = { secret: string; now: Date };
 export type Verified =
   | { ok: true; params: Record<string, string>; expiresAt: Date }

@@ -1,3 +1,4 @@
+import { signedExpiry } from '../../lib/app/signed-urls';
 import type Router from '@koa/router';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { commandHandler } from '../../lib/app/command-handler';
@@ -83,7 +84,7 @@ async function render(deps: PublishedProjectsDeps, doc: PublicationDoc, r: NonNu
   if (subtitles === null)
     throw new AppError('internal_error', `the captions of published project ${doc.slug} are missing from the blob store`);
   // Whole seconds, as the URL's `expires` says: the body and the URL name the same instant.
-  const expiresAt = new Date(Math.floor(deps.clock.now().getTime() / 1000 + deps.published.downloadUrlTtlSeconds) * 1000);
+  const expiresAt = signedExpiry(deps.clock.now(), deps.published.downloadUrlTtlSeconds * 1000);
   const mediaType = doc.started.media_type;
   const target = { blob: r.blob_key, filename: downloadFilename(r.title, mediaType), contentType: r.content_type };
   return {

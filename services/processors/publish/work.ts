@@ -1,3 +1,4 @@
+import { signedExpiry } from '../../../lib/app/signed-urls';
 import { fileStem } from '../../../lib/domain/file-name';
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -109,8 +110,7 @@ export async function runPublish(deps: PublishWorkDeps, ctx: Ctx): Promise<WorkO
   };
   await publications.handle(publicationId, { type: 'RecordRender', render, now: deps.clock.now().toISOString() }, write);
 
-  // Whole seconds, as the URL's `expires` says it (signed-urls.ts): the result names the same instant.
-  const expiresAt = new Date(Math.floor(deps.clock.now().getTime() / 1000) * 1000 + deps.publish.downloads.ttlSeconds * 1000);
+  const expiresAt = signedExpiry(deps.clock.now(), deps.publish.downloads.ttlSeconds * 1000);
   const { baseUrl, secret } = deps.publish.downloads;
   const filename = `${fileStem(project.project.name, 'render')}.${EXTENSION[request.media_type]}`;
   const target = { blob: made.blobKey, filename, contentType: render.content_type };
