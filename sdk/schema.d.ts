@@ -734,7 +734,10 @@ export type components = {
             drive_id: string;
             /** Format: date-time */
             created_at: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the project last changed: created, a file imported or transcribed, a composition added or edited (an agent turn, an edit by text). Views and publishes do not move it.
+             */
             updated_at: string;
             folder_path?: string;
             /** @description From the media's display path (its reference) to its type and, once probed, duration in seconds. */
@@ -787,7 +790,10 @@ export type components = {
                 name: string;
                 /** Format: date-time */
                 created_at: string;
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description When the project last changed: created, a file imported or transcribed, a composition added or edited (an agent turn, an edit by text). Views and publishes do not move it.
+                 */
                 updated_at: string;
                 folder_path?: string;
             }[];

@@ -1,4 +1,4 @@
-import { compositionDecider } from '../domain/composition';
+import { compositionDecider, type CompositionCommand } from '../domain/composition';
 import { compositionDuration, type Word } from '../domain/edl';
 import { AppError, conflict, forbidden, invalidInput, notFound } from '../domain/errors';
 import { isUuid, streams } from '../domain/ids';
@@ -6,9 +6,10 @@ import { projectDecider, type CompositionEntry, type MediaFile } from '../domain
 import { deletedWords, rangesOfWords, transcriptText, transcriptWords } from '../domain/text-edit';
 import type { BlobStore } from '../ports/blob-store';
 import type { Clock, Ids } from '../ports/clock';
-import type { EventStore } from '../ports/event-store';
-import { commandHandler } from './command-handler';
+import type { EventMetadata, EventStore } from '../ports/event-store';
+import { appendInOrder, commandHandler, decideNext } from './command-handler';
 import { wordsOfClips } from './composition-words';
+import { projectEditedAppends } from './project-edits';
 import type { Principal } from './tenancy';
 
 /**
@@ -78,6 +79,8 @@ function checkRevision(revision: number, current: number): void {
   if (revision > current) throw invalidInput(`revision ${revision} does not exist (the composition is at revision ${current})`);
 }
 
+type Write = { readonly newId: () => string; readonly metadata: EventMetadata };
+
 export function createTextEdits(deps: TextEditDeps) {
   const projects = commandHandler(deps.store, projectDecider, streams.project);
   const compositions = commandHandler(deps.store, compositionDecider, streams.composition);
@@ -95,6 +98,22 @@ export function createTextEdits(deps: TextEditDeps) {
     return { ids, composition: state, sourceOf: sourcesOf(project.media) };
   }
 
+  /**
+   * Appends the edit to the composition, and after it in the same batch the project's
+   * `ProjectEdited`. Planned on the revision read: if another edit lands first, the decider
+   * refuses it (409) when it is decided again on the composition as it then is.
+   */
+  async function cut(ids: { project_id: string; composition_id: string }, command: CompositionCommand, write: Write) {
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      const { state, revision } = await compositions.load(ids.composition_id);
+      const next = decideNext(streams.composition(ids.composition_id), compositionDecider, state, revision, command, write);
+      const edited = { projectId: ids.project_id, jobId: null, now: command.now };
+      const [made] = await appendInOrder(deps.store, [...next.appends, ...projectEditedAppends(edited, next.appends, write)]);
+      if (!made || made.ok) return next.state;
+    }
+    throw new AppError('unavailable', `too many concurrent changes to composition ${ids.composition_id}; try again`, { retriable: true });
+  }
+
   return {
     async edit(who: Principal, projectId: string, compositionRef: string, body: unknown): Promise<TranscriptAnswer> {
       const { text, revision } = checkBody(body);
@@ -105,12 +124,12 @@ export function createTextEdits(deps: TextEditDeps) {
       if (deleted instanceof AppError) throw deleted;
       const ranges = rangesOfWords(words, deleted);
       if (ranges.length === 0) return transcriptAnswer(ids, composition.revision, compositionDuration(composition.clips), words);
-      // Planned on the revision read: if another edit lands first, the decider refuses it (409).
-      const { state: after } = await compositions.handle(
-        ids.composition_id,
-        { type: 'ApplyEdits', edits: [{ kind: 'cut', ranges }], planned_on: revision, now: deps.clock.now().toISOString() },
-        { newId: () => deps.ids.uuidv7(), metadata: { partition_key: ids.project_id, drive_id: who.driveId, user_id: who.userId } },
-      );
+      const now = deps.clock.now().toISOString();
+      const write = {
+        newId: () => deps.ids.uuidv7(),
+        metadata: { partition_key: ids.project_id, drive_id: who.driveId, user_id: who.userId },
+      };
+      const after = await cut(ids, { type: 'ApplyEdits', edits: [{ kind: 'cut', ranges }], planned_on: revision, now }, write);
       if (!after.exists) throw new Error('the composition vanished while it was edited');
       const remaining = await wordsOfClips(deps.blobs, sourceOf, after.clips);
       return transcriptAnswer(ids, after.revision, compositionDuration(after.clips), remaining);

@@ -47,6 +47,7 @@ const TYPES: { readonly [K in DomainEvent['type']]: true } = {
   MediaTranscribed: true,
   CompositionAdded: true,
   ProjectViewed: true,
+  ProjectEdited: true,
   CompositionCreated: true,
   CompositionRangeCut: true,
   CompositionRangeKept: true,

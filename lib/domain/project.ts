@@ -98,6 +98,23 @@ export type ProjectViewed = {
   readonly data: { readonly project_id: string; readonly user_id: string; readonly viewed_at: string };
 };
 /**
+ * Compositions of the project were edited (an agent turn, an edit by text): their events are on
+ * their own streams, so this one records on the project's that it changed, for `updated_at`. It
+ * is decided without the project's state (`recordEdit`: it only stamps a time) and appended
+ * expecting any revision, in the same batch as the edits it follows, so it adds no conflict point.
+ */
+export type ProjectEdited = {
+  readonly type: 'ProjectEdited';
+  readonly data: {
+    readonly project_id: string;
+    /** The compositions edited, in the order their streams were written. */
+    readonly composition_ids: readonly string[];
+    /** The agent job that made the edits; null for an edit by text (its user is in the metadata). */
+    readonly job_id: string | null;
+    readonly edited_at: string;
+  };
+};
+/**
  * Before compositions had their own streams, the project stream held them whole. Still read
  * (as a list entry) so that old projects keep their compositions.
  */
@@ -106,7 +123,7 @@ type LegacyCompositionCreated = {
   readonly data: CompositionAdded['data'] & { readonly clips: readonly Clip[]; readonly width: number; readonly height: number };
 };
 
-export type ProjectEvent = ProjectCreated | MediaImported | MediaTranscribed | CompositionAdded | ProjectViewed;
+export type ProjectEvent = ProjectCreated | MediaImported | MediaTranscribed | CompositionAdded | ProjectViewed | ProjectEdited;
 
 // ---------------------------------------------------------------- state
 
@@ -172,6 +189,10 @@ export function foldProject(state: ProjectState, events: readonly ProjectFact[])
         updatedAt = transcript.transcribed_at;
         break;
       }
+      case 'ProjectEdited':
+        if (!base) continue;
+        updatedAt = event.data.edited_at;
+        break;
       case 'ProjectViewed':
         if (!base) continue;
         (viewedBy ??= new Map(base.viewedBy)).set(event.data.user_id, event.data.viewed_at);
@@ -236,6 +257,23 @@ export type AddComposition = {
 /** Records that `userId` viewed the project, unless they did less than `VIEW_INTERVAL_MS` ago. */
 export type RecordView = { readonly type: 'RecordView'; readonly userId: string; readonly now: string };
 export const VIEW_INTERVAL_MS = 60_000;
+
+/**
+ * The `ProjectEdited` event of edits to the compositions `compositionIds`, decided
+ * without the project's state: it changes nothing a decision reads, so it never conflicts.
+ */
+export function recordEdit(command: {
+  readonly projectId: string;
+  readonly compositionIds: readonly string[];
+  readonly jobId: string | null;
+  readonly now: string;
+}): ProjectEdited {
+  const ids = [...new Set(command.compositionIds)];
+  return {
+    type: 'ProjectEdited',
+    data: { project_id: command.projectId, composition_ids: ids, job_id: command.jobId, edited_at: command.now },
+  };
+}
 
 export type ProjectCommand = CreateProject | AddMedia | AddComposition | RecordView;
 

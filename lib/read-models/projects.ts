@@ -71,6 +71,7 @@ const PROJECT_EVENTS = [
   'CompositionAdded',
   'CompositionCreated', // the whole composition on the project stream, as written before compositions had streams
   'ProjectViewed',
+  'ProjectEdited',
 ] as const satisfies readonly (ProjectEvent['type'] | 'CompositionCreated')[];
 
 const mediaEntry = (m: Extract<ProjectEvent, { type: 'MediaImported' }>['data']): ProjectMediaEntry => ({
@@ -128,6 +129,8 @@ export function foldProjectDoc(doc: Doc | null, events: readonly StoredEvent[]):
         (compositions ??= [...project.compositions]).push({ id: c.composition_id, short_id: c.short_id });
         project = { ...project, updated_at: c.created_at };
       }
+    } else if (event.type === 'ProjectEdited') {
+      project = { ...project, updated_at: event.data.edited_at };
     } else if (event.type === 'ProjectViewed') {
       project = { ...project, last_viewed_at: event.data.viewed_at };
     } else if (stored.type === 'CompositionCreated') {

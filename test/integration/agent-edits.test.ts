@@ -28,6 +28,7 @@ describe('agent edits: the builtin model and the editing tools on real compositi
   let projectId: string;
   let compositionId: string;
   let conversationId: string | undefined;
+  let lastJobId: string | undefined;
   const word = (text: string, start: number, end: number): Word => ({ text, start, end, confidence: 0.9, speaker: null });
   const WORDS = [
     word('so', 0.2, 0.5),
@@ -77,6 +78,7 @@ describe('agent edits: the builtin model and the editing tools on real compositi
       .send({ prompt: text, project_id: projectId, ...(conversationId && { conversation_id: conversationId }) });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     conversationId = res.body.conversation_id;
+    lastJobId = res.body.job_id;
     const job = (await h.waitForJob(res.body.job_id, undefined, 60_000, drive.token)) as Record<string, any>;
     assert.equal(job.job_state, 'stopped', JSON.stringify(job));
     assert.equal(job.result.status, 'success', JSON.stringify(job.result));
@@ -90,6 +92,7 @@ describe('agent edits: the builtin model and the editing tools on real compositi
   const detail = async () => (await h.http.get(`/v1/projects/${projectId}`).set(h.auth(drive.token))).body;
 
   it('removes filler words: one event, shorter by exactly their spans, charged by the cost class, said concretely', async () => {
+    const before = (await detail()).updated_at as string;
     const result = await prompt('remove filler words');
     assert.equal(result.project_changed, true);
     assert.equal(result.ai_credits_used, 3, 'auto is charged at medium whichever model runs: 2 for the turn, 1 for its one tool call');
@@ -99,6 +102,15 @@ describe('agent edits: the builtin model and the editing tools on real compositi
     assert.equal(now.duration, 9.3);
     assert.equal(now.text, 'so we ship today the price');
     assert.equal(now.revision, 1, 'the whole turn is one event');
+    // The project is updated when the job reads stopped: one ProjectEdited, written with the turn.
+    const edited = (await h.store.readStream(streams.project(projectId))).filter((e) => e.type === 'ProjectEdited');
+    assert.deepEqual(
+      edited.map((e) => [e.data.composition_ids, e.data.job_id]),
+      [[[compositionId], lastJobId]],
+    );
+    const updated = (await detail()).updated_at as string;
+    assert.equal(updated, edited[0].data.edited_at);
+    assert.ok(updated > before, `${updated} after ${before}`);
   });
 
   it('undoes that turn exactly', async () => {
@@ -122,8 +134,11 @@ describe('agent edits: the builtin model and the editing tools on real compositi
     await prompt('enhance the audio');
     const last = (await h.store.readStream(streams.composition(compositionId))).at(-1)!;
     assert.deepEqual([last.type, last.data.loudness_lufs, last.data.noise_reduction], ['CompositionAudioSet', -16, true]);
+    const edits = async () => (await h.store.readStream(streams.project(projectId))).filter((e) => e.type === 'ProjectEdited').length;
+    const marks = await edits();
     const unread = await prompt('make it sound like a jazz record');
     assert.equal(unread.project_changed, false);
+    assert.equal(await edits(), marks, 'a turn that changes nothing does not mark the project edited');
     assert.match(unread.agent_response, /remove filler words/i);
   });
 

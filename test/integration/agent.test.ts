@@ -617,6 +617,14 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
         { composition_id: first.composition_id, before: firstBefore.revision, after: firstBefore.revision! + 1 },
       ]);
       assert.equal(state.turns[0].ai_credits_used, 3);
+      // The project is marked edited once, for what was written, after it.
+      const marks = (await h.store.readStream(streams.project(projectId))).filter(
+        (e) => e.type === 'ProjectEdited' && e.data.job_id === res.body.job_id,
+      );
+      assert.deepEqual(
+        marks.map((e) => e.data.composition_ids),
+        [[first.composition_id]],
+      );
     }
 
     it('an attempt retried after a conflict reserves again what the first held, even on a drive with just enough', async () => {

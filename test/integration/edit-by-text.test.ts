@@ -196,6 +196,39 @@ describe('edit by text and deleted compositions (HTTP, embedded adapters)', func
     assert.deepEqual([now.body.revision, now.body.text], [1, winner.body.text]);
   });
 
+  it("moves the project's updated_at: its detail, the list sorted by it, and search, at the next read", async () => {
+    const older = await seedProject('Edited later');
+    const newer = await seedProject('Not edited');
+    await waitFor(async () => (await read(older.projectId, older.compositionId)).status === 200, { what: 'the composition projected' });
+    await waitFor(async () => (await detail(newer.projectId)).compositions.length === 1, { what: 'the second project projected' });
+    const before = (await detail(older.projectId)) as unknown as { updated_at: string };
+    const res = await put(older.projectId, older.compositionId, { text: 'so we ship today the price', revision: 0 });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const project = await h.store.readStream(streams.project(older.projectId));
+    const edited = project.at(-1)!;
+    assert.deepEqual(
+      [edited.type, edited.data.composition_ids, edited.data.job_id],
+      ['ProjectEdited', [older.compositionId], null],
+      'one ProjectEdited on the project stream, after the edit',
+    );
+    // Read your writes: the same token's next reads show the project as edited at that time.
+    const after = (await detail(older.projectId)) as unknown as { updated_at: string };
+    assert.equal(after.updated_at, edited.data.edited_at);
+    assert.ok(after.updated_at > before.updated_at, `${after.updated_at} after ${before.updated_at}`);
+    const list = await h.http.get('/v1/projects?sort=updated_at&direction=desc&limit=1').set(h.auth());
+    assert.equal(list.status, 200, JSON.stringify(list.body));
+    assert.deepEqual(
+      list.body.data.map((p: { name: string }) => p.name),
+      ['Edited later'],
+      'the project edited last comes first',
+    );
+    const since = await h.http.get(`/v1/search?query=edited&type=project&updated_after=${before.updated_at}`).set(h.auth());
+    assert.deepEqual(
+      since.body.results.map((r: { name?: string; project_name?: string }) => r.name ?? r.project_name),
+      ['Edited later'],
+    );
+  });
+
   describe('a deleted composition', () => {
     let gone: { projectId: string; compositionId: string };
     before(async () => {

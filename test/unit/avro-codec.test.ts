@@ -199,6 +199,7 @@ const domainEvents: DomainEvent[] = [
   },
   { type: 'UploadProgressed', data: { job_id: JOB, ref: 'cam-b.mp4', bytes: 2_500_000_000, total: 5_000_000_000, at: T } },
   { type: 'ProjectViewed', data: { project_id: PROJECT, user_id: USER, viewed_at: T } },
+  { type: 'ProjectEdited', data: { project_id: PROJECT, composition_ids: [USER, DRIVE], job_id: JOB, edited_at: T } },
   {
     type: 'DeliveryScheduled',
     data: {

@@ -5,6 +5,7 @@ import {
   foldProject,
   initialProjectState,
   mediaHasVideo,
+  recordEdit,
   type ProjectEvent,
   type ProjectState,
 } from '../../lib/domain/project';
@@ -196,6 +197,18 @@ describe('project decider', () => {
     const state = [created, viewed('u1', '2026-02-01T00:00:00.000Z')].reduce(evolveProject, initialProjectState());
     assert.ok(state.exists);
     assert.equal(state.updatedAt, T0);
+  });
+
+  it('records edits of its compositions, each composition named once, and they make the project updated', () => {
+    const edit = recordEdit({ projectId: 'p', compositionIds: ['c1', 'c2', 'c1'], jobId: 'j', now: '2026-02-01T00:00:00.000Z' });
+    assert.deepEqual(edit, {
+      type: 'ProjectEdited',
+      data: { project_id: 'p', composition_ids: ['c1', 'c2'], job_id: 'j', edited_at: '2026-02-01T00:00:00.000Z' },
+    });
+    const state = [created, edit].reduce(evolveProject, initialProjectState());
+    assert.ok(state.exists);
+    assert.equal(state.updatedAt, '2026-02-01T00:00:00.000Z');
+    assert.equal(evolveProject(initialProjectState(), edit).exists, false, 'an edit of no project is no project');
   });
 });
 

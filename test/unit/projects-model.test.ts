@@ -87,6 +87,8 @@ function evolvedOneByOne(doc: Doc | null, stored: StoredEvent): Doc | null {
     }
     case 'ProjectViewed':
       return { ...project, last_viewed_at: event.data.viewed_at };
+    case 'ProjectEdited':
+      return { ...project, updated_at: event.data.edited_at };
     default: {
       const legacy = stored.type === 'CompositionCreated' ? (stored.data as { composition_id: string; short_id: string }) : null;
       if (!legacy) return project;
@@ -154,6 +156,7 @@ const transcribed = (ref: string) =>
 const added = (id: string) =>
   stored('CompositionAdded', { composition_id: id, short_id: id.slice(0, 5), name: id, origin: `${id}#0`, created_at: T(revision) });
 const viewed = () => stored('ProjectViewed', { user_id: 'u', viewed_at: T(revision) });
+const edited = (id: string) => stored('ProjectEdited', { composition_ids: [id], job_id: null, edited_at: T(revision) });
 const legacy = (id: string) =>
   stored('CompositionCreated', {
     composition_id: id,
@@ -182,7 +185,8 @@ function stream(seed: number, length: number): StoredEvent[] {
     if (pick < 0.4) events.push(imported(ref));
     else if (pick < 0.65) events.push(transcribed(ref));
     else if (pick < 0.8) events.push(added(`c${Math.floor(next() * 10)}`));
-    else if (pick < 0.9) events.push(viewed());
+    else if (pick < 0.85) events.push(viewed());
+    else if (pick < 0.9) events.push(edited(`c${Math.floor(next() * 10)}`));
     else if (pick < 0.95) events.push(legacy(`legacy${Math.floor(next() * 3)}`));
     else events.push(unknown());
   }

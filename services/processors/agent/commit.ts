@@ -1,4 +1,5 @@
 import { decideNext } from '../../../lib/app/command-handler';
+import { projectEditedAppends } from '../../../lib/app/project-edits';
 import { conversationDecider, type RevisionChange, type Turn } from '../../../lib/domain/conversation';
 import { AppError } from '../../../lib/domain/errors';
 import { streams } from '../../../lib/domain/ids';
@@ -8,8 +9,8 @@ import { reservationIdOf, type JobContext } from '../job-runner';
 import type { AgentWorkDeps } from './work';
 
 /**
- * Writes a finished turn in one batch: [fence, edits…, the turn on its conversation, the credits'
- * settlement, the job's stop]. The fence, a progress event expecting the job stream's revision,
+ * Writes a finished turn in one batch: [fence, edits…, the project's `ProjectEdited` (for its
+ * `updated_at`), the turn on its conversation, the credits' settlement, the job's stop]. The fence, a progress event expecting the job stream's revision,
  * goes first: a cancel (or any write to the job since it was read) fails the batch before
  * anything else is written, and the job ends cancelled with nothing applied. The embedded store
  * commits a batch as one group and makes no append without those before it.
@@ -46,6 +47,8 @@ export async function commitTurn(deps: AgentWorkDeps, ctx: Ctx, t: TurnToCommit)
   const write = { newId: deps.ids.uuidv7, metadata: { partition_key: job.project_id, drive_id: job.drive_id, causation_id: job.job_id } };
   let pending = t.edits;
   let written: StreamAppend[] = [];
+  // The edits whose `ProjectEdited` is not written yet: it goes right after the edits in the batch.
+  let unmarked = t.edits;
   let result: JobResultOf<'agent'> = t.result;
   let response = t.turn.response;
   for (let tries = 0; tries < 10; tries++) {
@@ -71,7 +74,8 @@ export async function commitTurn(deps: AgentWorkDeps, ctx: Ctx, t: TurnToCommit)
       write,
     );
 
-    const between = [...fence.appends, ...pending, ...recorded.appends];
+    const marked = projectEditedAppends({ projectId: job.project_id, jobId: job.job_id, now }, unmarked, write);
+    const between = [...fence.appends, ...pending, ...marked, ...recorded.appends];
     const reservation = { driveId: job.drive_id, reservationId: reservationIdOf(job.job_id, 'ai_credits', 'turn'), jobId: job.job_id };
     const settle = { ...reservation, kind: 'ai_credits' as const, amount: t.reserved, used: t.used, reserve: false };
     const whole = await deps.balances.reserveAndSettleWhole(settle, between, stopping.appends);
@@ -94,6 +98,7 @@ export async function commitTurn(deps: AgentWorkDeps, ctx: Ctx, t: TurnToCommit)
         throw new AppError('unavailable', 'a composition changed while the turn planned its edits; planning again', { retriable: true });
       }
       written = [...written, ...pending.slice(0, editsFailed)];
+      unmarked = written; // the mark came after the edits: not written
       const message = `the turn changed ${named(written)}, but ${named(pending.slice(editsFailed))} changed meanwhile and was left as it was; undo reverts what the turn changed`;
       result = { status: 'error', error_code: 'conflict', error_message: message };
       response = message;
@@ -101,8 +106,9 @@ export async function commitTurn(deps: AgentWorkDeps, ctx: Ctx, t: TurnToCommit)
       continue;
     }
     if (failed !== -1 && failed < between.length) {
-      written = [...written, ...pending]; // every edit is written; the conversation moved: record on top of it
+      written = [...written, ...pending]; // every edit and its mark are written; the conversation moved: record on top of it
       pending = [];
+      unmarked = [];
       continue;
     }
     // Everything but the settlement is written (the balance stream moved): settle on its own; the engine stops the job.
