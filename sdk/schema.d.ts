@@ -665,6 +665,15 @@ export type components = {
             };
             result?: components["schemas"]["job.result"];
         } & (unknown & unknown & unknown & unknown);
+        "job.leftOut": {
+            /** @description The clip's media reference */
+            media: string;
+            /**
+             * @description `not_imported`: the media failed (see media_status); `image`: an image has no duration to play
+             * @enum {unknown}
+             */
+            reason: "not_imported" | "image";
+        }[];
         "job.result": {
             /** @enum {unknown} */
             status: "success" | "partial" | "error";
@@ -685,6 +694,13 @@ export type components = {
             created_compositions?: {
                 id: string;
                 name: string;
+                /** @description Extension, present only when some clip was left out: the clips the composition was made without */
+                left_out?: components["schemas"]["job.leftOut"];
+            }[];
+            /** @description Extension, present only when some were: compositions of the request not made, none of their clips being playable */
+            skipped_compositions?: {
+                name: string;
+                left_out: components["schemas"]["job.leftOut"];
             }[];
             /** @description Agent: what the turn did */
             agent_response?: string;

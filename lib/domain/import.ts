@@ -80,11 +80,21 @@ export type MediaStatus =
   | { readonly status: 'success'; readonly duration_seconds: number; readonly transcript?: 'skipped' }
   | { readonly status: 'failed'; readonly error_message: string };
 
+/**
+ * A clip an import's composition could not play (an extension of the result): its media failed to
+ * import (`not_imported`), or is an image, which has no duration to play (`image`; known only once
+ * probed, so not refused at accept).
+ */
+export type LeftOutClip = { readonly media: string; readonly reason: 'not_imported' | 'image' };
+
 export type ImportResult = {
   readonly status: 'success' | 'partial' | 'error';
   readonly media_status: Readonly<Record<string, MediaStatus>>;
   readonly media_seconds_used: number;
-  readonly created_compositions: readonly { readonly id: string; readonly name: string }[];
+  /** `left_out`, only when some clip was: the clips the composition was made without. */
+  readonly created_compositions: readonly { readonly id: string; readonly name: string; readonly left_out?: readonly LeftOutClip[] }[];
+  /** Compositions of the request not made, none of their clips being playable; absent when none. */
+  readonly skipped_compositions?: readonly { readonly name: string; readonly left_out: readonly LeftOutClip[] }[];
   readonly error_code?: string;
   readonly error_message?: string;
 };

@@ -168,6 +168,53 @@ describe('POST /v1/jobs/import/project_media (HTTP, embedded adapters)', functio
     assert.match(result.media_status['notes.txt'].error_message, /media/);
   });
 
+  it('says which clips a composition was made without (an image of the request, a file that failed), and which it could not make', async () => {
+    const res = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth())
+      .send({
+        project_name: 'Left out',
+        add_media: {
+          'voice.wav': { url: media.url('file', 'voice.wav') },
+          'still.png': { url: media.url('file', 'still.png') },
+          'gone.wav': { url: media.missing },
+        },
+        add_compositions: [
+          { name: 'Talk', clips: [{ media: 'voice.wav' }, { media: 'still.png' }, { media: 'gone.wav' }] },
+          { name: 'Whole', clips: [{ media: 'voice.wav' }] },
+          { name: 'Stills only', clips: [{ media: 'still.png' }] },
+        ],
+      });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const job = await h.waitForJob(res.body.job_id);
+    const result = job.result as Record<string, any>;
+    assert.equal(result.status, 'partial');
+    assert.deepEqual(
+      result.created_compositions.map((c: Record<string, unknown>) => ({ ...c, id: typeof c.id })),
+      [
+        {
+          id: 'string',
+          name: 'Talk',
+          left_out: [
+            { media: 'still.png', reason: 'image' },
+            { media: 'gone.wav', reason: 'not_imported' },
+          ],
+        },
+        { id: 'string', name: 'Whole' },
+      ],
+    );
+    assert.deepEqual(result.skipped_compositions, [{ name: 'Stills only', left_out: [{ media: 'still.png', reason: 'image' }] }]);
+    const detail = await h.http.get(`/v1/projects/${res.body.project_id}`).set(h.auth());
+    assert.deepEqual(
+      detail.body.compositions.map((c: { name: string; duration?: number }) => [c.name, c.duration]),
+      [
+        ['Left out', 0],
+        ['Talk', 2],
+        ['Whole', 2],
+      ],
+    );
+  });
+
   it('stops with status error when no file imports', async () => {
     const res = await h.http
       .post('/v1/jobs/import/project_media')

@@ -4,7 +4,7 @@ import type { Decider } from '../../../lib/domain/decider';
 import { AppError } from '../../../lib/domain/errors';
 import { candidatesUntilFree, streams } from '../../../lib/domain/ids';
 import type { Clip } from '../../../lib/domain/edl';
-import type { ImportPlan } from '../../../lib/domain/import';
+import type { ImportPlan, LeftOutClip } from '../../../lib/domain/import';
 import { projectDecider, type CompositionEntry, type ProjectCommand, type ProjectState } from '../../../lib/domain/project';
 import type { EventMetadata, StreamAppend } from '../../../lib/ports/event-store';
 import type { ImportWorkDeps } from './work';
@@ -80,12 +80,20 @@ async function decideOn<C, E extends { type: string; data: object }, S>(
   return decideNext(streamOf(id), decider, state, revision, command, write);
 }
 
-/** Each clip plays its media whole; media that did not import, or has no duration (an image), is left out. */
-export function wholeClips(project: Extract<ProjectState, { exists: true }>, refs: readonly string[]): Clip[] {
+/**
+ * Each clip plays its media whole; media that did not import, or has no duration (an image), is
+ * left out, and said so.
+ */
+export function wholeClips(
+  project: Extract<ProjectState, { exists: true }>,
+  refs: readonly string[],
+): { clips: Clip[]; leftOut: LeftOutClip[] } {
   const clips: Clip[] = [];
+  const leftOut: LeftOutClip[] = [];
   for (const ref of refs) {
-    const seconds = project.media.get(ref)?.duration_seconds;
-    if (seconds) clips.push({ media: ref, in: 0, out: seconds });
+    const media = project.media.get(ref);
+    if (media?.duration_seconds) clips.push({ media: ref, in: 0, out: media.duration_seconds });
+    else leftOut.push({ media: ref, reason: media ? 'image' : 'not_imported' });
   }
-  return clips;
+  return { clips, leftOut };
 }

@@ -4,6 +4,7 @@ import {
   normalizePlan,
   uploadsOf,
   type ImportResult,
+  type LeftOutClip,
   type MediaStatus,
   type SequenceTrack,
 } from '../../../lib/domain/import';
@@ -60,9 +61,9 @@ export async function importMedia(
   const secondsUsed = await importFiles(deps, ctx, plan, before, mediaStatus);
   await ctx.progress('composing', FILES_PERCENT);
   const state = await addSequences(deps, ctx, plan, mediaStatus);
-  const created = await createCompositions(deps, ctx, plan, state);
+  const composed = await createCompositions(deps, ctx, plan, state);
   await discardStaged(deps, ctx, plan);
-  return workOutcome(deps, ctx.job, { mediaStatus, secondsUsed, created, placeholder });
+  return workOutcome(deps, ctx.job, { mediaStatus, secondsUsed, composed, placeholder });
 }
 
 export type Plan = ReturnType<typeof normalizePlan>;
@@ -113,19 +114,28 @@ async function createCompositions(
   ctx: JobContext<'import/project_media'>,
   plan: Plan,
   project: ProjectState,
-): Promise<CompositionEntry[]> {
-  const created: CompositionEntry[] = [];
+): Promise<Composed> {
+  const composed: Composed = { created: [], skipped: [] };
   let state = project;
   for (const [i, c] of plan.compositions.entries()) {
     if (!state.exists) break;
-    const clips = wholeClips(state, c.clips);
-    if (c.clips.length > 0 && clips.length === 0) continue; // every clip's media failed
+    const { clips, leftOut } = wholeClips(state, c.clips);
+    if (c.clips.length > 0 && clips.length === 0) {
+      composed.skipped.push({ name: c.name, left_out: leftOut }); // no clip can play
+      continue;
+    }
     const made = await createComposition(deps, ctx, state, `${ctx.job.job_id}#${i}`, { ...c, clips });
     state = made.project;
-    created.push(made.entry);
+    composed.created.push({ entry: made.entry, leftOut });
   }
-  return created;
+  return composed;
 }
+
+/** The compositions an import made (with the clips each was made without) and those it could not. */
+type Composed = {
+  readonly created: { readonly entry: CompositionEntry; readonly leftOut: readonly LeftOutClip[] }[];
+  readonly skipped: { readonly name: string; readonly left_out: readonly LeftOutClip[] }[];
+};
 
 /** The staged bytes of the job's uploads, now in blobs or failed. */
 async function discardStaged(deps: ImportWorkDeps, ctx: JobContext<'import/project_media'>, plan: Plan): Promise<void> {
@@ -137,7 +147,7 @@ async function discardStaged(deps: ImportWorkDeps, ctx: JobContext<'import/proje
 function workOutcome(
   deps: ImportWorkDeps,
   job: Job<'import/project_media'>,
-  done: { mediaStatus: Map<string, MediaStatus>; secondsUsed: number; created: CompositionEntry[]; placeholder?: CompositionEntry },
+  done: { mediaStatus: Map<string, MediaStatus>; secondsUsed: number; composed: Composed; placeholder?: CompositionEntry },
 ): WorkOutcome<'import/project_media'> {
   const statuses = [...done.mediaStatus.values()];
   const ok = statuses.filter((s) => s.status === 'success').length;
@@ -147,11 +157,16 @@ function workOutcome(
     // fromEntries defines own properties, so even "__proto__" stays an ordinary key.
     media_status: Object.fromEntries(done.mediaStatus),
     media_seconds_used: Math.round(done.secondsUsed * 1000) / 1000,
-    created_compositions: done.created.map((c) => ({ id: c.composition_id, name: c.name })),
+    created_compositions: done.composed.created.map(({ entry, leftOut }) => ({
+      id: entry.composition_id,
+      name: entry.name,
+      ...(leftOut.length > 0 && { left_out: leftOut }),
+    })),
+    ...(done.composed.skipped.length > 0 && { skipped_compositions: done.composed.skipped }),
     ...(status === 'error' ? { error_code: 'import_failed', error_message: 'no media file could be imported; see media_status' } : {}),
   };
   // The first composition the request asked for, else the placeholder this import made.
-  const shown = done.created[0] ?? done.placeholder;
+  const shown = done.composed.created[0]?.entry ?? done.placeholder;
   return { result, projectUrl: shown ? projectUrl(deps.webUrl, job.project_id, shown.short_id) : null };
 }
 
