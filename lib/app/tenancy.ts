@@ -49,6 +49,9 @@ export function principalsByTokenId(
   };
 }
 
+/** A token sent with another scheme (`Basic`, a bare token): told apart from no token at all. */
+const NOT_BEARER = 'Authorization must use the Bearer scheme: send Authorization: Bearer <API_TOKEN>';
+
 /**
  * Resolves a bearer token to its drive and user straight from the event store (token and drive
  * streams), so a token made a moment ago by the admin CLI works at once. Results are cached for
@@ -101,7 +104,8 @@ export function createAuthenticator(deps: {
     const known = authorization === undefined ? undefined : recent.get(authorization);
     if (known && now - known.at < ttl) return known.principal;
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
-    if (!m) throw new AppError('unauthorized', 'missing API token: send Authorization: Bearer <API_TOKEN>');
+    if (!m)
+      throw new AppError('unauthorized', authorization?.trim() ? NOT_BEARER : 'missing API token: send Authorization: Bearer <API_TOKEN>');
     const tokenId = tokenIdOf(m[1]);
     const entry = tokenId ? lookup(m[1], tokenId, now) : null;
     const principal = entry ? await entry.principal : null;

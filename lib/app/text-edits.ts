@@ -48,7 +48,7 @@ export function compositionOf<E extends { readonly short_id: string }>(entries: 
   let found: E | undefined;
   if (isUuid(ref)) found = entries.find((e) => idOf(e).toLowerCase() === lower);
   else if (/^[0-9a-f]{5}$/u.test(lower)) found = entries.find((e) => e.short_id === lower);
-  else throw invalidInput(`composition_id ${JSON.stringify(ref.slice(0, 80))} is not a UUID or a 5-character short id`);
+  else throw invalidInput(`composition_id ${JSON.stringify(ref.slice(0, 80))} is not a UUID or a short id (5 hex digits)`);
   if (!found) throw notFound(`composition ${ref} does not exist in this project`);
   return found;
 }

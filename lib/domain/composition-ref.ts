@@ -31,7 +31,7 @@ export function resolveCompositionRef(
   }
   if (SHORT_ID.test(ref)) return byShortId(ref);
   if (/^https?:\/\//i.test(ref)) return byShortId(shortIdOfUrl(ref, project.project_id, webUrl, field));
-  throw invalidInput(`${field} must be a composition UUID, a 5-character short id, or a project URL ${webUrl}/<project_id>/<short_id>`);
+  throw invalidInput(`${field} must be a composition UUID, a short id (5 hex digits), or a project URL ${webUrl}/<project_id>/<short_id>`);
 }
 
 /** The short id a project URL names, after checking it is this site's URL of this project. */

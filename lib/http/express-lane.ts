@@ -1,4 +1,4 @@
-import { assertWellFormed } from './well-formed';
+import { assertWellFormed, notJsonBody } from './well-formed';
 import bourne from '@hapi/bourne';
 import type { IncomingHttpHeaders, IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type Router from '@koa/router';
@@ -260,7 +260,7 @@ function bodyOf(text: string): unknown {
   try {
     body = parseStrictJson(text);
   } catch {
-    throw new AppError('invalid_input', 'request body is not valid JSON');
+    throw notJsonBody(text);
   }
   assertWellFormed(body, text);
   return body;

@@ -1,5 +1,5 @@
 import { bodyParser } from '@koa/bodyparser';
-import { assertWellFormed } from './well-formed';
+import { assertWellFormed, notJsonBody } from './well-formed';
 import { randomUUID } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
 import pino, { type Logger } from 'pino';
@@ -281,11 +281,11 @@ function toAppError(err: unknown): AppError {
   // Koa and its body parser throw http-errors with `status` and `expose`.
   const e = err as { status?: number; expose?: boolean; message?: string; type?: string; name?: string };
   // @koa/bodyparser throws a bare SyntaxError with status 400 for malformed JSON.
-  if (e?.name === 'SyntaxError' && e.status === 400) return new AppError('invalid_input', 'request body is not valid JSON');
+  if (e?.name === 'SyntaxError' && e.status === 400) return notJsonBody((err as { body?: unknown }).body);
   if (typeof e?.status === 'number' && e.status < 500 && e.expose) {
     if (e.status === 413) return new AppError('payload_too_large', 'request body is too large');
     if (e.status === 415) return new AppError('invalid_input', 'request body must be JSON (Content-Type: application/json)');
-    if (e.type === 'entity.parse.failed') return new AppError('invalid_input', 'request body is not valid JSON');
+    if (e.type === 'entity.parse.failed') return notJsonBody((err as { body?: unknown }).body);
     return new AppError('invalid_input', e.message ?? 'invalid request');
   }
   return new AppError('internal_error', 'internal error');

@@ -26,8 +26,8 @@ export function loadSchemas(dir = API_SCHEMA_DIR): SchemaRegistry {
   const schemas = readdirSync(dir)
     .filter((f) => f.endsWith('.json'))
     .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')));
-  const strict = withFormats(new Ajv({ schemas, allErrors: false, strict: true, strictRequired: false, allowUnionTypes: true }));
-  const queries = withFormats(new Ajv({ schemas, allErrors: false, strict: true, strictRequired: false, useDefaults: true }));
+  const strict = withKeywords(new Ajv({ schemas, allErrors: false, strict: true, strictRequired: false, allowUnionTypes: true }));
+  const queries = withKeywords(new Ajv({ schemas, allErrors: false, strict: true, strictRequired: false, useDefaults: true }));
   const get = (ajv: Ajv, id: string) => {
     const v = ajv.getSchema(id);
     if (!v) throw new Error(`unknown schema ${id}`);
@@ -39,20 +39,33 @@ export function loadSchemas(dir = API_SCHEMA_DIR): SchemaRegistry {
   return {
     assertBody(id, value) {
       const v = get(strict, id);
-      if (!v(value)) throw invalidInput(describeError(v.errors?.[0], 'body'));
+      if (!v(value)) throw invalidInput(describeError(v.errors?.[0], 'body', v.schema));
     },
     assertQuery(id, value) {
       const v = get(queries, id);
       let params = queryTypes.get(id);
       if (!params) queryTypes.set(id, (params = queryParams(v.schema)));
       readQuery(params, value);
-      if (!v(value)) throw invalidInput(describeError(v.errors?.[0], 'query'));
+      if (!v(value)) throw invalidInput(describeError(v.errors?.[0], 'query', v.schema));
     },
     validator: (id) => {
       const v = get(strict, id);
       return Object.defineProperty((data: unknown): boolean => v(data) === true, 'errors', { get: () => v.errors });
     },
   };
+}
+
+/**
+ * `x-message` (an annotation, as OpenAPI allows `x-` keys in a schema): what a value refused by
+ * that schema or anything under it must be, in words, where ajv's own ("must be equal to
+ * constant", "has an invalid format") would not tell a client what to send. The 400 then says
+ * "<field> <x-message>".
+ */
+const MESSAGE = 'x-message';
+
+function withKeywords(ajv: Ajv): Ajv {
+  ajv.addKeyword({ keyword: MESSAGE, schemaType: 'string' });
+  return withFormats(ajv);
 }
 
 /**
@@ -130,8 +143,12 @@ export function fieldPath(instancePath: string, extra?: string): string {
   }, '');
 }
 
-function describeError(error: ErrorObject | undefined, whole: string): string {
+function describeError(error: ErrorObject | undefined, whole: string, root?: unknown): string {
   if (!error) return `${whole} is invalid`;
+  const message = messageOn(root, error.schemaPath);
+  // Inside `propertyNames`, ajv names the key it refused.
+  const key = (error as { propertyName?: string }).propertyName;
+  if (message !== undefined) return `${fieldPath(error.instancePath, key) || whole} ${message}`;
   const p = error.params as Record<string, unknown>;
   switch (error.keyword) {
     case 'required':
@@ -147,4 +164,18 @@ function describeError(error: ErrorObject | undefined, whole: string): string {
     default:
       return `${fieldPath(error.instancePath) || whole} ${error.message ?? 'is invalid'}`;
   }
+}
+
+/** The deepest `x-message` on the way from the root schema down `schemaPath` ("#/properties/a/anyOf/0/const"); undefined if none. */
+function messageOn(root: unknown, schemaPath: string): string | undefined {
+  if (!schemaPath.startsWith('#/')) return undefined; // in another document (a $ref)
+  let node = root as Record<string, unknown> | undefined;
+  let found: string | undefined;
+  for (const segment of schemaPath.slice(2).split('/')) {
+    if (typeof node?.[MESSAGE] === 'string') found = node[MESSAGE] as string;
+    const next = node?.[segment.replace(/~1/g, '/').replace(/~0/g, '~')];
+    if (next === null || typeof next !== 'object') break;
+    node = next as Record<string, unknown>;
+  }
+  return found;
 }

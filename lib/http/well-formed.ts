@@ -1,4 +1,4 @@
-import { invalidInput } from '../domain/errors';
+import { invalidInput, type AppError } from '../domain/errors';
 import { fieldPath } from './schemas';
 
 /** A JSON escape of a surrogate, half of a pair or alone. */
@@ -42,3 +42,26 @@ function illFormedPath(value: unknown, at: string): string | null {
   }
   return null;
 }
+
+/**
+ * The 400 for a body that did not parse as a JSON object or array: JSON of another kind (`null`,
+ * `"x"`, `3`) is told apart from text that is not JSON at all, which is what a client needs to
+ * know to mend it.
+ */
+export function notJsonBody(text: unknown): AppError {
+  if (typeof text === 'string' && text.length <= SCALAR_PROBE_CHARS) {
+    try {
+      const value: unknown = JSON.parse(text);
+      // An object refused here had a `__proto__` key: not JSON as the API reads it.
+      if (value === null || typeof value !== 'object') {
+        return invalidInput(`request body must be a JSON object, not ${value === null ? 'null' : `a ${typeof value}`}`);
+      }
+    } catch {
+      // not JSON at all
+    }
+  }
+  return invalidInput('request body is not valid JSON');
+}
+
+/** Longer text is not probed: it did not start as an object or array, and no scalar the API takes is this long. */
+const SCALAR_PROBE_CHARS = 4096;

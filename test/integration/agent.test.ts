@@ -180,7 +180,7 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
         [{ prompt: 'x', project_id: 'not-a-uuid' }, /project_id/],
         [
           { prompt: 'x', project_id: projectId, composition_id: 'Main' },
-          /composition_id must be a composition UUID, a 5-character short id, or a project URL/,
+          /composition_id must be a composition UUID, a short id \(5 hex digits\), or a project URL/,
         ],
         [
           { prompt: 'x', project_id: projectId, composition_id: `${WEB_URL}/${drive.drive_id}/${main.short_id}` },

@@ -42,8 +42,9 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
     });
 
     it('is 401 unauthorized without a token, with a malformed one, and with an unknown one', async () => {
-      expectError(await h.http.get('/v1/status'), 401, 'unauthorized');
-      expectError(await h.http.get('/v1/status').set({ Authorization: 'Token abc' }), 401, 'unauthorized');
+      expectError(await h.http.get('/v1/status'), 401, 'unauthorized', /missing API token/);
+      expectError(await h.http.get('/v1/status').set({ Authorization: 'Token abc' }), 401, 'unauthorized', /must use the Bearer scheme/);
+      expectError(await h.http.get('/v1/status').set({ Authorization: 'Basic abc' }), 401, 'unauthorized', /must use the Bearer scheme/);
       expectError(await h.http.get('/v1/status').set(h.auth('mps_0123456789abcdef_' + 'x'.repeat(43))), 401, 'unauthorized');
     });
 
@@ -208,6 +209,31 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
     for (const [what, query, message] of cases) {
       it(`rejects ${what}`, async () => expectError(await h.http.get(`/v1/jobs?${query}`).set(h.auth()), 400, 'invalid_input', message));
     }
+
+    it('says what a value must be where the schema alone would not (x-message)', async () => {
+      const cases: [string, string][] = [
+        ['/v1/projects?created_by=foo', `created_by must be a user's UUID or "me"`],
+        ['/v1/search?query=*', 'query must be 1 to 500 characters with at least one letter or digit'],
+      ];
+      for (const [path, message] of cases) {
+        const res = await h.http.get(path).set(h.auth());
+        assert.deepEqual([res.status, res.body], [400, { error: 'invalid_input', message }], path);
+      }
+      const bodies: [object, string][] = [
+        [{ project_name: '   ' }, 'project_name must be 1 to 255 characters, not only spaces'],
+        [{ project_name: 'P', folder_name: ' Clients/Acme' }, 'folder_name must be folder names separated by /'],
+        [{ project_name: 'P', folder_name: 'Clients/..' }, 'folder_name must be folder names separated by /'],
+        [{ project_name: 'P', add_media: { '': { url: 'https://example.com/a.wav' } } }, 'add_media[""] is not a media reference'],
+      ];
+      for (const [body, message] of bodies) {
+        const res = await h.http
+          .post('/v1/jobs/import/project_media')
+          .set(h.auth())
+          .send({ add_media: { 'a.wav': { url: 'https://example.com/a.wav' } }, ...body });
+        assert.equal(res.status, 400, JSON.stringify(body));
+        assert.ok(res.body.message.startsWith(message), `${JSON.stringify(body)}: ${res.body.message}`);
+      }
+    });
 
     it('still takes well-formed values', async () => {
       const res = await h.http

@@ -160,7 +160,10 @@ describe('publish accept (POST /v1/jobs/publish, HTTP, embedded adapters)', func
         [{ project_id: 42 }, /project_id/],
         [{ project_id: p, composition_id: '' }, /composition_id/],
         [{ project_id: p, composition_id: 7 }, /composition_id/],
-        [{ project_id: p, composition_id: 'Talk' }, /composition_id must be a composition UUID, a 5-character short id, or a project URL/],
+        [
+          { project_id: p, composition_id: 'Talk' },
+          /composition_id must be a composition UUID, a short id \(5 hex digits\), or a project URL/,
+        ],
         [
           { project_id: p, composition_id: `${WEB_URL}/${randomUUID()}/${shortIdOf(id('Talk'))}` },
           /composition_id names a composition of project/,

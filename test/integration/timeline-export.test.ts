@@ -395,7 +395,7 @@ describe('timeline export (HTTP, embedded adapters)', function () {
       [{ ...ok, format: 'xml' }, '', /format must be one of "fcpxml", "edl", "otio"/],
       [{ ...ok, speakers: true }, '', /speakers is not a known field/],
       [{ ...ok, project_id: 'nope' }, '', /project_id "nope" is not a UUID/],
-      [{ ...ok, composition_id: 'first' }, '', /composition_id must be a composition UUID, a 5-character short id, or a project URL/],
+      [{ ...ok, composition_id: 'first' }, '', /composition_id must be a composition UUID, a short id \(5 hex digits\), or a project URL/],
       [ok, '?with_media=maybe', /with_media must be boolean/],
       [ok, '?zip=1', /zip is not a known field/],
     ];

@@ -41,7 +41,7 @@ describe('composition id resolver (UUID, short id, project URL)', () => {
 
   it('400 for anything else, naming the field and the accepted forms', () => {
     for (const ref of ['main', '1e7d', '1e7d4a', 'zzzzz', 'ftp://web.example/x']) {
-      refused(ref, 'invalid_input', /composition_id must be a composition UUID, a 5-character short id, or a project URL/);
+      refused(ref, 'invalid_input', /composition_id must be a composition UUID, a short id \(5 hex digits\), or a project URL/);
     }
   });
 });

@@ -175,15 +175,17 @@ describe('express lane: answers as the Koa pipeline does', () => {
     assert.deepEqual(answer.body, { echo: { a: 1 }, request_id: 'req-1' });
   });
 
-  for (const [what, body] of [
-    ['malformed JSON', '{"a":'],
-    ['a string at the top', '"text"'],
-    ['a __proto__ key', '{"__proto__":{"admin":true}}'],
+  for (const [what, body, message] of [
+    ['malformed JSON', '{"a":', 'request body is not valid JSON'],
+    ['a string at the top', '"text"', 'request body must be a JSON object, not a string'],
+    ['null at the top', 'null', 'request body must be a JSON object, not null'],
+    ['a number at the top', ' 12 ', 'request body must be a JSON object, not a number'],
+    ['a __proto__ key', '{"__proto__":{"admin":true}}', 'request body is not valid JSON'],
   ]) {
-    it(`${what}: 400 invalid_input`, async () => {
+    it(`${what}: 400 invalid_input, the same in both lanes`, async () => {
       const answer = await both(post(body));
       assert.equal(answer.status, 400);
-      assert.deepEqual(answer.body, { error: 'invalid_input', message: 'request body is not valid JSON' });
+      assert.deepEqual(answer.body, { error: 'invalid_input', message });
     });
   }
 
