@@ -36,16 +36,18 @@ export interface Balances {
   /** Reserves `amount`; refused with a `payment_required` AppError when the balance cannot cover it. */
   reserve(r: Reservation): Promise<void>;
   /**
-   * What `reserve` (unless `reserved` is false: held already), the appends of `between`, `settle`
-   * at `used` and the appends of `after` do one after the other, in one `appendInOrder`, in the
-   * drive's turn: one commit where there were up to four. Refused like `reserve`, before anything
-   * is appended. Resolves the appends' results: on a conflict, those before it were made (as
-   * awaited appends would have been) and the caller decides again from the streams as they are.
+   * What the appends of `before`, `reserve` (unless `reserved` is false: held already), the
+   * appends of `between`, `settle` at `used` and the appends of `after` do one after the other, in
+   * one `appendInOrder`, in the drive's turn: one commit where there were up to four. Refused like
+   * `reserve`, before anything is appended. Resolves the appends' results: on a conflict, those
+   * before it were made (as awaited appends would have been) and the caller decides again from
+   * the streams as they are. `before` is where a job's fence goes (JobContext.fence).
    */
   reserveAndSettle(
     r: Reservation & { used: number; reserve: boolean },
     between: StreamAppend[],
     after: StreamAppend[],
+    before?: StreamAppend[],
   ): Promise<AppendResult[]>;
   /**
    * The same, all or nothing (`EventStore.appendAll`): on a conflict nothing is appended, and
@@ -100,6 +102,7 @@ export function createBalances(deps: {
     between: StreamAppend[],
     after: StreamAppend[],
     append: (appends: StreamAppend[]) => Promise<T>,
+    before: StreamAppend[] = [],
   ): Promise<T> => {
     const allowances = r.reserve ? await allowancesOf(r.driveId) : null;
     return serial(r.driveId, async () => {
@@ -108,7 +111,7 @@ export function createBalances(deps: {
       const steps = inTurn(streams.balance(r.driveId), state, revision);
       const reserve = allowances ? steps.decide({ type: 'Reserve', ...r, allowances, now: now() }, options) : [];
       const settle = steps.decide({ type: 'Settle', reservationId: r.reservationId, used: r.used, now: now() }, options);
-      return append([...reserve, ...between, ...settle, ...after]);
+      return append([...before, ...reserve, ...between, ...settle, ...after]);
     });
   };
 
@@ -117,8 +120,14 @@ export function createBalances(deps: {
       const command = { type: 'Reserve' as const, ...r, allowances: await allowancesOf(r.driveId), now: now() };
       await run(r.driveId, command);
     },
-    reserveAndSettle: (r, between, after) =>
-      inTheDrivesTurn(r, between, after, (appends) => (appends.length === 0 ? Promise.resolve([]) : appendInOrder(deps.store, appends))),
+    reserveAndSettle: (r, between, after, before) =>
+      inTheDrivesTurn(
+        r,
+        between,
+        after,
+        (appends) => (appends.length === 0 ? Promise.resolve([]) : appendInOrder(deps.store, appends)),
+        before,
+      ),
     async reserveAndSettleWhole(r, between, after) {
       const all = deps.store.appendAll?.bind(deps.store);
       if (!all) return null;

@@ -51,10 +51,12 @@ export interface JobContext<T extends JobType = JobType> {
   /** Gives the reservation for `what` back unused. What a job still holds when it ends is given back by the engine. */
   release(kind: BalanceKind, what: string, reason: string): Promise<void>;
   /**
-   * What `reserve` (unless `spent.reserve` is false: held already), the appends of `between`,
-   * `settle` and `charge` (for `what` as the reference) do one after the other, in one commit
-   * (Balances.reserveAndSettle). Refused like `reserve`, before anything is appended. Resolves
-   * false when a stream moved meanwhile: what came before it was made; decide again.
+   * What `charge` (for `what` as the reference), `reserve` (unless `spent.reserve` is false: held
+   * already), the appends of `between` and `settle` do one after the other, in one commit
+   * (Balances.reserveAndSettle), behind the attempt's fence (`fence`: the charge is it when due).
+   * Refused like `reserve`, before anything is appended. Resolves false when a stream moved
+   * meanwhile: what came before it was made; decide again. Throws the signal's reason once the
+   * job is cancelled or the claim lost: nothing of the batch is written then.
    */
   spend(
     kind: BalanceKind,
@@ -62,6 +64,15 @@ export interface JobContext<T extends JobType = JobType> {
     spent: { amount: number; used: number; reserve: boolean },
     between: StreamAppend[],
   ): Promise<boolean>;
+  /**
+   * The append to put first in a batch that changes what the job is for (a project, a balance):
+   * an event on the job stream expecting the revision read now (a progress event, or `charge`
+   * when given and due). Cancelling appends to the job stream, so once the job is cancelled (or
+   * another attempt claimed it) after this read, the batch fails at its first append and nothing
+   * of it is written (decide again: the next `fence` throws). Throws the signal's reason when the
+   * job is cancelled or the claim lost already. So a job read as `cancelled` changes nothing more.
+   */
+  fence(charge?: { readonly ref: string; readonly seconds: number }): Promise<StreamAppend>;
   readonly log: Logger;
 }
 
@@ -146,10 +157,15 @@ export async function runJob<T extends JobType>(
   const signal = AbortSignal.any([stop.signal, deps.shutdown]);
   let renewedAt = Date.now();
   let leaseUntil = Date.now() + leaseMs;
+  /** Aborts the attempt when the job as read is cancelled or claimed by another attempt; whether it did. */
+  const stopUnlessHeld = (state: JobState): boolean => {
+    if (state.status === 'cancelled') stop.abort(new Error('job cancelled'));
+    else if (state.status !== 'none' && state.attempt !== attempt) stop.abort(new ClaimLost(job.job_id));
+    return stop.signal.aborted;
+  };
   const watch = async () => {
     const { state } = await jobs.load(job.job_id);
-    if (state.status === 'cancelled') return stop.abort(new Error('job cancelled'));
-    if (state.status !== 'none' && state.attempt !== attempt) return stop.abort(new ClaimLost(job.job_id));
+    if (stopUnlessHeld(state)) return;
     if (Date.now() - renewedAt >= leaseMs / 3) {
       const renewed = await command({ type: 'RenewLease', attempt, leaseMs, now: now() });
       if (renewed.events.length > 0) {
@@ -203,13 +219,20 @@ export async function runJob<T extends JobType>(
   const charge = async (ref: string, seconds: number) => {
     await command({ type: 'ChargeMediaSeconds', attempt, ref, seconds, now: now() });
   };
-  /** The charge's append on the job stream as it is now; none when there is nothing to charge (charged already, or the claim is lost). */
-  const chargeAppend = async (ref: string, seconds: number): Promise<StreamAppend[]> => {
+  const fence = async (charge?: { readonly ref: string; readonly seconds: number }): Promise<StreamAppend> => {
     // A progress write still in flight would move the stream under the append: it conflicts, and is decided again.
     await progressWrites;
     const { state, revision } = await jobs.load(job.job_id);
-    const c: JobCommand = { type: 'ChargeMediaSeconds', attempt, ref, seconds, now: now() };
-    return decideNext(streams.job(job.job_id), jobDecider, state, revision, c, { newId: deps.ids.uuidv7, metadata }).appends;
+    if (stopUnlessHeld(state)) throw stop.signal.reason;
+    const write = { newId: deps.ids.uuidv7, metadata };
+    const on = (c: JobCommand) => decideNext(streams.job(job.job_id), jobDecider, state, revision, c, write).appends;
+    const [charged] = charge ? on({ type: 'ChargeMediaSeconds', attempt, ...charge, now: now() }) : [];
+    if (charged) return charged;
+    // Charged already (an earlier attempt), or nothing to charge: the progress as last reported.
+    const shown = held ?? (lastProgress.percent >= 0 ? lastProgress : { label: 'working', percent: 0 });
+    const [progressed] = on({ type: 'ReportProgress', attempt, label: shown.label, percent: shown.percent, now: now() });
+    if (!progressed) throw new AppError('unavailable', 'this attempt no longer holds the job', { retriable: true });
+    return progressed;
   };
   const reservationId = (kind: BalanceKind, what: string) => reservationIdOf(job.job_id, kind, what);
   const balance = {
@@ -219,13 +242,14 @@ export async function runJob<T extends JobType>(
     release: (kind: BalanceKind, what: string, reason: string) => deps.balances.release(job.drive_id, reservationId(kind, what), reason),
     spend: async (kind: BalanceKind, what: string, spent: { amount: number; used: number; reserve: boolean }, between: StreamAppend[]) => {
       const r = { driveId: job.drive_id, reservationId: reservationId(kind, what), jobId: job.job_id, kind, ...spent };
-      const results = await deps.balances.reserveAndSettle(r, between, await chargeAppend(what, spent.used));
+      const first = await fence({ ref: what, seconds: spent.used });
+      const results = await deps.balances.reserveAndSettle(r, between, [], [first]);
       return results.every((result) => result.ok);
     },
   };
 
   try {
-    const outcome = await work({ job, attempt, signal, progress, charge, ...balance, log });
+    const outcome = await work({ job, attempt, signal, progress, charge, fence, ...balance, log });
     clearTimeout(graceTimer);
     held = null;
     if (stop.signal.aborted) return await finishAborted();

@@ -25,12 +25,13 @@ const COMPOSE_TRIES = 10;
 
 /**
  * Lists the composition on the project and creates it on its own stream in one commit
- * (`appendInOrder`; one awaited append after the other were two). A stream that moved meanwhile
- * decides both again from the streams as they are: what was made stays, each step is idempotent.
+ * (`appendInOrder`; one awaited append after the other were two), behind the job's fence. A
+ * stream that moved meanwhile decides both again from the streams as they are: what was made
+ * stays, each step is idempotent.
  */
 export async function createComposition(
   deps: Pick<ImportWorkDeps, 'ids' | 'clock' | 'store' | 'on'>,
-  ctx: { readonly job: Pick<JobContext['job'], 'job_id' | 'project_id' | 'drive_id'> },
+  ctx: { readonly job: Pick<JobContext['job'], 'job_id' | 'project_id' | 'drive_id'>; readonly fence: JobContext['fence'] },
   project: Extract<ProjectState, { exists: true }>,
   origin: string,
   spec: { name: string; clips: readonly Clip[]; width: number; height: number },
@@ -61,7 +62,8 @@ export async function createComposition(
     const create: CompositionCommand = { type: 'CreateComposition', composition, now };
     const creating = await decideOn(deps.on.compositions, compositionDecider, streams.composition, entry.composition_id, create, write);
     const appends = [...listing.appends, ...creating.appends];
-    const results = appends.length === 0 ? [] : await appendInOrder(deps.store, appends);
+    // Behind the job's fence: a job cancelled meanwhile makes no composition.
+    const results = appends.length === 0 ? [] : await appendInOrder(deps.store, [await ctx.fence(), ...appends]);
     if (results.every((r) => r.ok)) return { entry, project: state };
   }
   throw new AppError('unavailable', `too many concurrent changes while creating composition ${origin}; trying again`, { retriable: true });

@@ -5,6 +5,7 @@ import { streams } from '../../../lib/domain/ids';
 import { isSequenceItem, isUrlItem, type MediaStatus, type UploadItem, type UrlItem } from '../../../lib/domain/import';
 import type { UploadReceived } from '../../../lib/domain/job';
 import { projectDecider, type ProjectCommand, type ProjectState } from '../../../lib/domain/project';
+import { handleFenced } from '../fenced';
 import type { JobContext } from '../job-runner';
 import { download } from './fetch-media';
 import { describeMedia, transcriptStatus, type FileOutcome, type Source } from './media-file';
@@ -221,9 +222,16 @@ const projectWrite = (deps: ImportWorkDeps, ctx: JobContext<'import/project_medi
   metadata: { partition_key: ctx.job.project_id, drive_id: ctx.job.drive_id, causation_id: ctx.job.job_id },
 });
 
-/** A command on the job's project, recorded as caused by the job. */
+/** A command on the job's project, recorded as caused by the job, behind the job's fence (a job cancelled meanwhile changes nothing). */
 export const onProject = (deps: ImportWorkDeps, ctx: JobContext<'import/project_media'>, command: ProjectCommand) =>
-  deps.on.projects.handle(ctx.job.project_id, command, projectWrite(deps, ctx));
+  handleFenced(
+    deps,
+    { handler: deps.on.projects, decider: projectDecider, streamOf: streams.project },
+    ctx.job.project_id,
+    command,
+    projectWrite(deps, ctx),
+    () => ctx.fence(),
+  );
 
 /**
  * A failure while fetching, storing, probing or transcribing one file becomes that file's `error_message`.

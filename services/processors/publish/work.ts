@@ -6,18 +6,20 @@ import { wordsOfClips } from '../../../lib/app/composition-words';
 import { signDownloadUrl } from '../../../lib/app/downloads';
 import { renderCached } from '../../../lib/app/render-cache';
 import { AppError } from '../../../lib/domain/errors';
-import { projectUrl } from '../../../lib/domain/ids';
+import { projectUrl, streams } from '../../../lib/domain/ids';
 import type { PublishResult } from '../../../lib/domain/job';
 import type { ProjectState } from '../../../lib/domain/project';
-import { publicationIdOf, shareUrl, type PublishedRender } from '../../../lib/domain/publication';
+import { publicationDecider, publicationIdOf, shareUrl, type PublishedRender } from '../../../lib/domain/publication';
 import type { RenderSpec } from '../../../lib/domain/render-plan';
 import { missingMedia, renderMediaOf } from '../../../lib/domain/render-sources';
 import { eachCue } from '../../../lib/domain/transcript/cues';
 import { renderVtt } from '../../../lib/domain/transcript/formats';
 import type { BlobStore } from '../../../lib/ports/blob-store';
 import type { Clock, Ids } from '../../../lib/ports/clock';
+import type { EventStore } from '../../../lib/ports/event-store';
 import type { Renderer } from '../../../lib/ports/renderer';
 import type { ProcessorHandlers } from '../handlers';
+import { handleFenced } from '../fenced';
 import type { JobContext, WorkOutcome } from '../job-runner';
 
 /**
@@ -30,6 +32,7 @@ import type { JobContext, WorkOutcome } from '../job-runner';
  */
 
 export type PublishWorkDeps = {
+  store: EventStore;
   clock: Clock;
   ids: Ids;
   blobs: BlobStore;
@@ -59,7 +62,12 @@ export async function runPublish(deps: PublishWorkDeps, ctx: Ctx): Promise<WorkO
     newId: deps.ids.uuidv7,
     metadata: { partition_key: job.project_id, drive_id: job.drive_id, causation_id: job.job_id },
   };
-  const started = await publications.handle(
+  // Behind the job's fence: a job cancelled meanwhile starts and records nothing.
+  const onPublication = { handler: publications, decider: publicationDecider, streamOf: streams.publication };
+  const fence = () => ctx.fence();
+  const started = await handleFenced(
+    deps,
+    onPublication,
     publicationId,
     {
       type: 'StartPublication',
@@ -76,6 +84,7 @@ export async function runPublish(deps: PublishWorkDeps, ctx: Ctx): Promise<WorkO
       now: deps.clock.now().toISOString(),
     },
     write,
+    fence,
   );
   if (!started.state.exists) throw new Error('a started publication reads as none');
   const slug = started.state.started.slug;
@@ -108,7 +117,14 @@ export async function runPublish(deps: PublishWorkDeps, ctx: Ctx): Promise<WorkO
     height: made.height,
     title: project.project.name,
   };
-  await publications.handle(publicationId, { type: 'RecordRender', render, now: deps.clock.now().toISOString() }, write);
+  await handleFenced(
+    deps,
+    onPublication,
+    publicationId,
+    { type: 'RecordRender', render, now: deps.clock.now().toISOString() },
+    write,
+    fence,
+  );
 
   const expiresAt = signedExpiry(deps.clock.now(), deps.publish.downloads.ttlSeconds * 1000);
   const { baseUrl, secret } = deps.publish.downloads;
