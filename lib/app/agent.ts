@@ -89,9 +89,12 @@ export function agentAccept(deps: AgentAcceptDeps): AgentAccept {
     const { state } = await drives.load(who.driveId);
     if (agentDisabled(state)) throw forbidden('the drive admin has disabled agent usage on this drive');
     const required = CREDITS[model.cost].turn;
-    const left = (await deps.balance.show(who.driveId)).ai_credits.left;
-    if (left !== null && left < required) {
-      const shown = Math.max(0, Math.floor(left * 100) / 100);
+    // Credits running turns hold count as available: each gives back what it does not use, and the
+    // turn's own reservation waits for them (services/processors/agent/work.ts).
+    const credits = (await deps.balance.show(who.driveId)).ai_credits;
+    const unspent = credits.left === null ? null : credits.left + credits.reserved;
+    if (unspent !== null && unspent < required) {
+      const shown = Math.max(0, Math.floor(unspent * 100) / 100);
       throw new AppError(
         'payment_required',
         `not enough AI credits to start: ${required} required (model ${model.runs.id}, cost ${model.cost}) and ${shown} available`,

@@ -33,8 +33,12 @@ export type BalanceFigures = {
 export type Reservation = { driveId: string; reservationId: string; jobId: string; kind: BalanceKind; amount: number };
 
 export interface Balances {
-  /** Reserves `amount`; refused with a `payment_required` AppError when the balance cannot cover it. */
-  reserve(r: Reservation): Promise<void>;
+  /**
+   * Reserves `amount`, or with `atLeast` what is left when that is less (at least `atLeast`);
+   * refused with a `payment_required` AppError when the balance cannot cover it. Resolves what
+   * the reservation holds (what it held already, for a reservation made before).
+   */
+  reserve(r: Reservation & { atLeast?: number }): Promise<number>;
   /**
    * What the appends of `before`, `reserve` (unless `reserved` is false: held already), the
    * appends of `between`, `settle` at `used` and the appends of `after` do one after the other, in
@@ -118,7 +122,8 @@ export function createBalances(deps: {
   return {
     async reserve(r) {
       const command = { type: 'Reserve' as const, ...r, allowances: await allowancesOf(r.driveId), now: now() };
-      await run(r.driveId, command);
+      const { state } = await run(r.driveId, command);
+      return state.open.get(r.reservationId)?.amount ?? 0;
     },
     reserveAndSettle: (r, between, after, before) =>
       inTheDrivesTurn(

@@ -97,6 +97,11 @@ export type Reserve = {
   readonly jobId: string;
   readonly kind: BalanceKind;
   readonly amount: number;
+  /**
+   * Where less than `amount` is left, reserve what is left if it is at least this much (a turn
+   * that can do less with less: its most, or what is left). Absent: `amount` or nothing.
+   */
+  readonly atLeast?: number;
   /** The drive's allowances as they are now (its settings stream). */
   readonly allowances: Allowances;
   readonly now: string;
@@ -123,15 +128,18 @@ export function decideBalance(command: BalanceCommand, state: BalanceState): Bal
         return reject(new AppError('invalid_input', `a reservation of ${command.amount} ${UNITS[command.kind]} is not a quantity`));
       }
       const available = left(state, command.allowances, command.kind);
-      if (available !== null && command.amount > available) {
+      const least = Math.min(command.atLeast ?? command.amount, command.amount);
+      if (available !== null && least > available) {
         const shown = Math.max(0, Math.floor(available * 100) / 100);
         return reject(
-          new AppError('payment_required', `not enough ${UNITS[command.kind]}: ${command.amount} needed and the drive has ${shown} left`, {
+          new AppError('payment_required', `not enough ${UNITS[command.kind]}: ${least} needed and the drive has ${shown} left`, {
             extra: { state: NOT_ENOUGH },
           }),
         );
       }
-      const { driveId: drive_id, reservationId: reservation_id, jobId: job_id, kind, amount } = command;
+      const { driveId: drive_id, reservationId: reservation_id, jobId: job_id, kind } = command;
+      // What is left, in whole units when less than asked (`least` fits, so this is at least `least`).
+      const amount = available === null || command.amount <= available ? command.amount : Math.max(least, Math.floor(available));
       return [{ type: 'BalanceReserved', data: { drive_id, reservation_id, job_id, kind, amount, reserved_at: command.now } }];
     }
     case 'Settle': {

@@ -41,11 +41,12 @@ export interface JobContext<T extends JobType = JobType> {
   /** Records media seconds consumed by `ref`, once per job and reference. */
   charge(ref: string, seconds: number): Promise<void>;
   /**
-   * Sets `amount` of the drive's balance aside for `what` before the work that spends it;
-   * refused with a `payment_required` AppError when the balance cannot cover it. Reserving again
-   * for the same `what` (a retried attempt) takes nothing more.
+   * Sets `amount` of the drive's balance aside for `what` before the work that spends it, or
+   * with `atLeast` what is left when that is less; refused with a `payment_required` AppError
+   * when the balance cannot cover it. Reserving again for the same `what` (a retried attempt)
+   * takes nothing more. Resolves what the reservation holds.
    */
-  reserve(kind: BalanceKind, what: string, amount: number): Promise<void>;
+  reserve(kind: BalanceKind, what: string, amount: number, atLeast?: number): Promise<number>;
   /** Settles the reservation for `what` at what was used (at most what was reserved). */
   settle(kind: BalanceKind, what: string, used: number): Promise<void>;
   /** Gives the reservation for `what` back unused. What a job still holds when it ends is given back by the engine. */
@@ -236,8 +237,8 @@ export async function runJob<T extends JobType>(
   };
   const reservationId = (kind: BalanceKind, what: string) => reservationIdOf(job.job_id, kind, what);
   const balance = {
-    reserve: (kind: BalanceKind, what: string, amount: number) =>
-      deps.balances.reserve({ driveId: job.drive_id, reservationId: reservationId(kind, what), jobId: job.job_id, kind, amount }),
+    reserve: (kind: BalanceKind, what: string, amount: number, atLeast?: number) =>
+      deps.balances.reserve({ driveId: job.drive_id, reservationId: reservationId(kind, what), jobId: job.job_id, kind, amount, atLeast }),
     settle: (kind: BalanceKind, what: string, used: number) => deps.balances.settle(job.drive_id, reservationId(kind, what), used),
     release: (kind: BalanceKind, what: string, reason: string) => deps.balances.release(job.drive_id, reservationId(kind, what), reason),
     spend: async (kind: BalanceKind, what: string, spent: { amount: number; used: number; reserve: boolean }, between: StreamAppend[]) => {

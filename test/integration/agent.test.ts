@@ -691,6 +691,33 @@ describe('agent jobs (HTTP, embedded adapters, fake chat server)', function () {
       assert.equal(llm.received.length, 1, 'the model was not asked again');
     });
 
+    it('8 turns at once on 10 credits: 5 run, each waiting for what the others hold, and 3 are refused; none below zero', async () => {
+      const ten = await createDrive(h.admin, { name: 'Ten credits', credits: 10 });
+      llm.script([{ final: 'Done.' }]); // 2 credits a turn (medium, no tool call)
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => post({ prompt: `turn ${i}`, project_name: `T${i}` }, ten.token)),
+      );
+      // Held credits count as available at accept: every turn is taken, and the reservations decide.
+      assert.deepEqual(
+        answers.map((r) => r.status),
+        Array(8).fill(201),
+      );
+      const jobs = await Promise.all(
+        answers.map((r) => h.waitForJob(r.body.job_id, undefined, 90_000, ten.token) as Promise<Record<string, any>>),
+      );
+      const outcomes = jobs.map((j) => (j.result.status === 'success' ? 'success' : j.result.error_code)).sort();
+      assert.deepEqual(
+        outcomes,
+        [...Array(3).fill('payment_required'), ...Array(5).fill('success')],
+        JSON.stringify(jobs.map((j) => j.result)),
+      );
+      for (const j of jobs.filter((j) => j.result.status !== 'success')) {
+        assert.match(j.result.error_message, /^not enough AI credits: 2 required \(model \S+, cost medium\) and 0 available$/);
+      }
+      const shown = (await h.balance.show(ten.drive_id)).ai_credits;
+      assert.deepEqual([shown.used, shown.reserved, shown.left], [10, 0, 0]);
+    });
+
     it('50 agent jobs at once in one drive: the AI credits never go below zero and settle at what the turns used', async () => {
       const small = await createDrive(h.admin, { name: 'Small credits', credits: 60 });
       // Each turn: one tool call, then a final answer (3 credits at auto's medium class).

@@ -64,6 +64,22 @@ describe('balance decider', () => {
       .then([reservedEvent('b', 1e9)]);
   });
 
+  it('with atLeast, reserves what is left (in whole units) when less than asked, and refuses only below atLeast', () => {
+    const upTo = (id: string, amount: number, atLeast: number) => ({ ...reserve(id, amount, 'ai_credits'), atLeast });
+    given(reservedEvent('a', 3.5, 'ai_credits'))
+      .when(upTo('b', 17, 2))
+      .then([reservedEvent('b', 6, 'ai_credits')]);
+    given(reservedEvent('a', 3, 'ai_credits'))
+      .when(upTo('b', 5, 2))
+      .then([reservedEvent('b', 5, 'ai_credits')]);
+    given(reservedEvent('a', 9, 'ai_credits'))
+      .when(upTo('b', 17, 2))
+      .thenRejects('payment_required', { state: 'insufficient_balance' });
+    given(reservedEvent('a', 8, 'ai_credits'))
+      .when(upTo('b', 17, 2))
+      .then([reservedEvent('b', 2, 'ai_credits')]);
+  });
+
   it('takes nothing more when a retried attempt reserves again for the same work', () => {
     given(reservedEvent('a', 60)).when(reserve('a', 60)).then([]);
   });

@@ -2,6 +2,7 @@ import { CREDITS, MAX_STEPS, MAX_TOOL_CALLS, maxTurnCredits, turnCredits } from 
 import type { PlannedChange, ProjectModel } from '../../../lib/domain/agent/edits';
 import type { RecordedToolCall, Turn } from '../../../lib/domain/conversation';
 import { AppError } from '../../../lib/domain/errors';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { AgentResult } from '../../../lib/domain/job';
 import { agentDisabled } from '../../../lib/domain/tenancy';
 import type { Balances } from '../../../lib/app/balances';
@@ -147,23 +148,39 @@ type Budget = { readonly reserved: number; readonly toolCalls: number };
  * number of concurrent turns the balance stream decides, so the balance never goes below zero.
  */
 async function reserveCredits(deps: AgentWorkDeps, ctx: Ctx): Promise<Budget> {
-  const { cost } = ctx.job.request;
+  const { cost, model } = ctx.job.request;
   // A retried attempt gives back what an earlier one reserved, so what is left counts it again.
   if (ctx.attempt > 1) await ctx.release('ai_credits', 'turn', 'the attempt is retried');
-  const left = (await deps.balances.show(ctx.job.drive_id)).ai_credits.left;
-  const reserved = left === null ? maxTurnCredits(cost) : Math.min(maxTurnCredits(cost), Math.floor(left));
-  if (reserved < CREDITS[cost].turn) {
-    throw new AppError(
-      'payment_required',
-      `not enough AI credits: ${CREDITS[cost].turn} required and ${Math.max(0, left ?? 0)} available`,
-      {
-        retriable: false,
-      },
-    );
+  const least = CREDITS[cost].turn;
+  const since = Date.now();
+  for (;;) {
+    try {
+      // Its most, or what is left: decided on the balance stream, so turns at once never overdraw.
+      const reserved = await ctx.reserve('ai_credits', 'turn', maxTurnCredits(cost), least);
+      return { reserved, toolCalls: Math.min(MAX_TOOL_CALLS, Math.floor((reserved - least) / CREDITS[cost].toolCall)) };
+    } catch (err) {
+      if (!(err instanceof AppError && err.code === 'payment_required')) throw err;
+      const credits = (await deps.balances.show(ctx.job.drive_id)).ai_credits;
+      // Other turns hold credits and give back what they do not use when they settle: wait for them, a while.
+      if (credits.reserved > 0 && Date.now() - since < HELD_WAIT_MS) {
+        await sleep(HELD_POLL_MS, undefined, { signal: ctx.signal });
+        continue;
+      }
+      const available = Math.max(0, Math.floor(credits.left ?? 0));
+      throw new AppError(
+        'payment_required',
+        `not enough AI credits: ${least} required (model ${model}, cost ${cost}) and ${available} available`,
+        {
+          retriable: false,
+        },
+      );
+    }
   }
-  await ctx.reserve('ai_credits', 'turn', reserved);
-  return { reserved, toolCalls: Math.min(MAX_TOOL_CALLS, Math.floor((reserved - CREDITS[cost].turn) / CREDITS[cost].toolCall)) };
 }
+
+/** How long a turn waits for credits other turns of the drive hold (reserved, not yet settled), and how often it looks. */
+const HELD_WAIT_MS = 60_000;
+const HELD_POLL_MS = 250;
 
 // ---------------------------------------------------------------- the loop
 
