@@ -123,21 +123,17 @@ describe('timeline export (HTTP, embedded adapters)', function () {
         res.on('end', () => done(null, Buffer.concat(chunks)));
       });
 
-  /** The clips in frames at 25 fps (no frame rate is probed yet: the documented default), laid end to end. */
+  /**
+   * The clips in frames at 25 fps (no frame rate is probed yet: the documented default), laid end
+   * to end: each edge is its composition time rounded to a frame, each source starts at its in point's frame.
+   */
   function framesOf(clips: readonly Clip[]): ReadClip[] {
-    let record = 0;
+    let time = 0;
     return clips.map((c) => {
-      const [sourceIn, sourceOut] = [Math.round(c.in * 25), Math.round(c.out * 25)];
-      const clip = {
-        lane: 0,
-        file: 'Interview_cam_1.mp4',
-        sourceIn,
-        sourceOut,
-        recordIn: record,
-        recordOut: record + sourceOut - sourceIn,
-      };
-      record = clip.recordOut;
-      return clip;
+      const [recordIn, recordOut] = [Math.round(time * 25), Math.round((time + c.out - c.in) * 25)];
+      time += c.out - c.in;
+      const sourceIn = Math.round(c.in * 25);
+      return { lane: 0, file: 'Interview_cam_1.mp4', sourceIn, sourceOut: sourceIn + recordOut - recordIn, recordIn, recordOut };
     });
   }
 
@@ -260,10 +256,10 @@ describe('timeline export (HTTP, embedded adapters)', function () {
     ];
     /** Worked out by hand at 25 fps (audio only: the default rate); the model's unit test explains each frame. */
     const WANT: ReadClip[] = [
-      { lane: 0, file: 'ana.wav', sourceIn: 13, sourceOut: 150, recordIn: 0, recordOut: 137 },
-      { lane: 1, file: 'ben.wav', sourceIn: 0, sourceOut: 125, recordIn: 12, recordOut: 137 },
-      { lane: 0, file: 'ana.wav', sourceIn: 200, sourceOut: 300, recordIn: 137, recordOut: 237 },
-      { lane: 1, file: 'ben.wav', sourceIn: 175, sourceOut: 200, recordIn: 137, recordOut: 162 },
+      { lane: 0, file: 'ana.wav', sourceIn: 13, sourceOut: 151, recordIn: 0, recordOut: 138 },
+      { lane: 1, file: 'ben.wav', sourceIn: 0, sourceOut: 125, recordIn: 13, recordOut: 138 },
+      { lane: 0, file: 'ana.wav', sourceIn: 200, sourceOut: 300, recordIn: 138, recordOut: 238 },
+      { lane: 1, file: 'ben.wav', sourceIn: 175, sourceOut: 200, recordIn: 138, recordOut: 163 },
     ];
 
     before(async () => {
@@ -339,7 +335,7 @@ describe('timeline export (HTTP, embedded adapters)', function () {
       const otio = await exportTimeline({ ...body, format: 'otio' });
       assert.equal(otio.status, 200, otio.text);
       assert.deepEqual(readOtio(otio.text, 'Audio').clips, WANT);
-      assert.equal(readOtio(otio.text, 'Audio').length, 237, 'both tracks as long as the timeline');
+      assert.equal(readOtio(otio.text, 'Audio').length, 238, 'both tracks as long as the timeline');
       const edl = await exportTimeline({ ...body, format: 'edl' });
       assert.equal(edl.status, 200, edl.text);
       const read = readCmx3600(edl.text, 25);

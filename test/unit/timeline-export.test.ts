@@ -48,13 +48,14 @@ describe('timeline export formats', () => {
   });
 
   /** The clip list in frames at `fps`, as every format must say it. */
+  /** Each clip's record edges are its edges in composition time rounded to frames; its source starts at its in point's frame. */
   function expected(list: readonly Clip[], fps: number, files = new Map([CAM, VO].map((m) => [m.ref, m.file]))): ReadClip[] {
-    let record = 0;
+    let time = 0;
     return list.map((c) => {
-      const [sourceIn, sourceOut] = [Math.round(c.in * fps), Math.round(c.out * fps)];
-      const clip = { lane: 0, file: files.get(c.media)!, sourceIn, sourceOut, recordIn: record, recordOut: record + sourceOut - sourceIn };
-      record = clip.recordOut;
-      return clip;
+      const [recordIn, recordOut] = [Math.round(time * fps), Math.round((time + c.out - c.in) * fps)];
+      time += c.out - c.in;
+      const sourceIn = Math.round(c.in * fps);
+      return { lane: 0, file: files.get(c.media)!, sourceIn, sourceOut: sourceIn + recordOut - recordIn, recordIn, recordOut };
     });
   }
 
@@ -210,15 +211,19 @@ describe('timeline export formats: multitrack sequences', () => {
     ]),
     ...over,
   });
-  /** Worked out by hand at 25 fps: record frames 0–50 the intro, 50–188 the first sequence clip, 188–288 the second. */
+  /**
+   * Worked out by hand at 25 fps: record frames 0–50 the intro, 50–188 the first sequence clip
+   * (composition time 2–7.5 s), 188–288 the second (7.5–11.5 s); each edge is a composition time
+   * rounded to the nearest frame.
+   */
   const WANT: ReadClip[] = [
     { lane: 0, file: 'intro.wav', sourceIn: 0, sourceOut: 50, recordIn: 0, recordOut: 50 },
-    { lane: 0, file: 'ana.wav', sourceIn: 13, sourceOut: 150, recordIn: 50, recordOut: 187 },
-    // Ben from sequence frame 25 (1.01 s): 12 frames after the clip's first (frame 13), his own frame 0.
-    { lane: 1, file: 'ben.wav', sourceIn: 0, sourceOut: 125, recordIn: 62, recordOut: 187 },
-    { lane: 0, file: 'ana.wav', sourceIn: 200, sourceOut: 300, recordIn: 187, recordOut: 287 },
-    // From 8 s (his 6.99 s: frame 175) to his end at 8 s (frame 200): 25 frames.
-    { lane: 1, file: 'ben.wav', sourceIn: 175, sourceOut: 200, recordIn: 187, recordOut: 212 },
+    { lane: 0, file: 'ana.wav', sourceIn: 13, sourceOut: 151, recordIn: 50, recordOut: 188 },
+    // Ben from sequence time 1.01 s: composition time 2.51 s, frame 63 (62.75), his own frame 0.
+    { lane: 1, file: 'ben.wav', sourceIn: 0, sourceOut: 125, recordIn: 63, recordOut: 188 },
+    { lane: 0, file: 'ana.wav', sourceIn: 200, sourceOut: 300, recordIn: 188, recordOut: 288 },
+    // From 8 s (his 6.99 s: frame 175) to his end at 9.01 s (composition 8.51 s: frame 213): 25 frames.
+    { lane: 1, file: 'ben.wav', sourceIn: 175, sourceOut: 200, recordIn: 188, recordOut: 213 },
   ];
 
   it('FCPXML: lane 0 in the spine, the second track connected below it in its parent’s time, each asset once', () => {
@@ -233,7 +238,7 @@ describe('timeline export formats: multitrack sequences', () => {
     const spine = read.doc.fcpxml.library.event.project.sequence.spine['asset-clip'];
     const connected = spine[1]['asset-clip'];
     assert.equal(connected.lane, '-1');
-    assert.equal(connected.offset, '25/25s', 'Ana’s source frame 13 + 12 frames: the parent’s time, not the timeline’s');
+    assert.equal(connected.offset, '26/25s', 'Ana’s source frame 13 + 13 frames: the parent’s time, not the timeline’s');
   });
 
   it('FCPXML: a gap in the spine where the first track plays nothing, holding the other track', () => {
@@ -263,7 +268,7 @@ describe('timeline export formats: multitrack sequences', () => {
   it('OTIO: an audio track per lane, gaps where the lane is silent, every track as long as the timeline', () => {
     const read = readOtio(renderTimeline('otio', podcast()).text, 'Audio');
     assert.deepEqual(read.clips, WANT);
-    assert.equal(read.length, 287);
+    assert.equal(read.length, 288);
     assert.deepEqual(
       read.doc.tracks.children.map((t: { name: string }) => t.name),
       ['A1', 'A2'],

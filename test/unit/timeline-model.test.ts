@@ -51,6 +51,33 @@ describe('timeline model: sequences on lanes', () => {
     assert.equal(t.length, 63);
   });
 
+  it('rounds each clip edge where it falls in the composition, so clips shorter than a frame add up to the composition (no drift)', () => {
+    const tick = file('tick', 0.05);
+    const framed = given([tick]).when(Array.from({ length: 40 }, () => ({ media: 'tick', in: 0, out: 0.05 })));
+    assert.equal(framed.length, 50, '40 × 0.05 s = 2 s = 50 frames at 25 fps (adding rounded lengths made 40)');
+    assert.equal(framed.clips.at(-1)!.recordOut, 50);
+    for (const [i, c] of framed.clips.entries()) {
+      if (i > 0) assert.equal(c.recordIn, framed.clips[i - 1].recordOut, 'end to end');
+      // The file's one frame, held for a second record frame where the edges round that way.
+      assert.deepEqual([c.sourceIn, c.sourceOut - c.sourceIn], [0, c.recordOut - c.recordIn], brief(c).join(' '));
+    }
+    // Cuts between frames: each edge is its composition time rounded, so the timeline ends where the composition does.
+    const cuts = given([ANA]).when([
+      { media: 'ana', in: 0, out: 1.013 },
+      { media: 'ana', in: 3.777, out: 12.345 },
+      { media: 'ana', in: 12.9, out: 20.02 },
+    ]);
+    const total = 1.013 + (12.345 - 3.777) + (20.02 - 12.9);
+    assert.deepEqual(
+      cuts.clips.map((c) => [c.recordIn, c.recordOut]),
+      [
+        [0, 25],
+        [25, 240],
+        [240, Math.round(total * 25)],
+      ],
+    );
+  });
+
   it('plays each track of a sequence on its own lane over the same record frames', () => {
     const t = given([ANA, BEN], {
       pod: [
