@@ -46,6 +46,8 @@ export type LaneRequest = {
   readonly log: Logger;
   /** As node parsed them (names in lower case). */
   readonly headers: IncomingHttpHeaders;
+  /** Each header's values as sent, one per line (node's `headersDistinct`: a repeated header node joined with ", " in `headers`). */
+  readonly headersDistinct: NodeJS.Dict<string[]>;
   /** Only with an Idempotency-Key the route may record now (a route wrapped by `idempotent`, lib/http/idempotency.ts). */
   readonly idempotency?: IdempotencyClaim;
 };
@@ -77,6 +79,9 @@ export function mountLaneRoutes(v1: Router, routes: readonly LaneRoute[]): void 
           return state.log;
         },
         headers: ctx.req.headers,
+        get headersDistinct() {
+          return ctx.req.headersDistinct;
+        },
       });
       ctx.status = reply.status;
       if (reply.headers) ctx.set(reply.headers);
@@ -184,6 +189,9 @@ async function serve(
         return log();
       },
       headers: req.headers,
+      get headersDistinct() {
+        return req.headersDistinct;
+      },
     });
     status = reply.status;
     error = answeredError(status, 'body' in reply ? reply.body : undefined);

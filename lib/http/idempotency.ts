@@ -58,7 +58,9 @@ export function idempotency(deps: IdempotencyDeps): (route: LaneRoute, options?:
     path: route.path,
     handle(request) {
       const key = request.headers[IDEMPOTENCY_HEADER];
-      return key === undefined ? route.handle(request) : keyed(route, options, request, checkKey(key));
+      if (key === undefined) return route.handle(request);
+      // Each value as sent: node joins a repeated header's values with ", ", so two keys would read as one.
+      return keyed(route, options, request, checkKey(request.headersDistinct[IDEMPOTENCY_HEADER] ?? [String(key)]));
     },
   });
 
@@ -142,8 +144,8 @@ export function idempotency(deps: IdempotencyDeps): (route: LaneRoute, options?:
   }
 }
 
-function checkKey(value: string | string[]): string {
-  if (typeof value === 'string' && KEY.test(value)) return value;
+function checkKey(values: readonly string[]): string {
+  if (values.length === 1 && KEY.test(values[0])) return values[0];
   throw invalidInput('the Idempotency-Key header must be one value of 1 to 255 printable ASCII characters (a UUID will do)');
 }
 
@@ -164,6 +166,9 @@ const withClaim = (request: LaneRequest, claim: IdempotencyClaim): LaneRequest =
   body: request.body,
   requestId: request.requestId,
   headers: request.headers,
+  get headersDistinct() {
+    return request.headersDistinct;
+  },
   idempotency: claim,
   get log() {
     return request.log;

@@ -385,6 +385,16 @@ describe('Idempotency-Key on creating POSTs', function () {
     assert.equal(await jobs(), 2);
   });
 
+  it('refuses the header sent twice (node would join the two keys into one) with 400, in both lanes', async () => {
+    for (const path of [IMPORT, `${IMPORT}?via=koa`]) {
+      const res = await api.http.post(path).set('Authorization', `Bearer ${token}`).set('Idempotency-Key', ['x', 'y']).send(body());
+      assert.equal(res.status, 400, `${path}: ${res.text}`);
+      assert.match(res.body.message, /Idempotency-Key header must be one value/);
+    }
+    assert.equal((await post('x, y')).status, 201, 'one header holding a comma is one key');
+    assert.equal(await jobs(), 1);
+  });
+
   it('applies to POST /v1/edit_in_descript/schema: one link per key', async () => {
     const partner = await createDrive(admin(), { name: 'Partner', partner: true });
     await updateDrive(admin(), partner.drive_id, { host_allow_list: ['media.example.com'] });
