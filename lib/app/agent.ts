@@ -92,7 +92,7 @@ export function agentAccept(deps: AgentAcceptDeps): AgentAccept {
     // Credits running turns hold count as available: each gives back what it does not use, and the
     // turn's own reservation waits for them (services/processors/agent/work.ts).
     const credits = (await deps.balance.show(who.driveId)).ai_credits;
-    const unspent = credits.left === null ? null : credits.left + credits.reserved;
+    const unspent = credits.allowance === null ? null : credits.allowance - credits.used;
     if (unspent !== null && unspent < required) {
       const shown = Math.max(0, Math.floor(unspent * 100) / 100);
       throw new AppError(

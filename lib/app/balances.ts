@@ -183,9 +183,18 @@ const allowances = (drive: DriveState): Allowances => ({
   ai_credits: drive.exists ? drive.settings.ai_credits : 0,
 });
 
-const figures = (state: BalanceState, granted: Allowances, kind: BalanceKind): BalanceFigures => ({
-  allowance: granted[kind],
-  used: state.used[kind],
-  reserved: reserved(state, kind),
-  left: left(state, granted, kind),
-});
+/**
+ * The figures as people read them: to the millisecond (sums of seconds carry float noise, 2.453000000000003),
+ * and `left` never below zero (an allowance lowered under what was used leaves nothing, not -13).
+ */
+const figures = (state: BalanceState, granted: Allowances, kind: BalanceKind): BalanceFigures => {
+  const remaining = left(state, granted, kind);
+  return {
+    allowance: granted[kind],
+    used: thousandths(state.used[kind]),
+    reserved: thousandths(reserved(state, kind)),
+    left: remaining === null ? null : Math.max(0, thousandths(remaining)),
+  };
+};
+
+const thousandths = (n: number): number => Math.round(n * 1000) / 1000;

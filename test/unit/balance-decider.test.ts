@@ -252,4 +252,23 @@ describe('balances on the event store', () => {
       await store.close();
     }
   });
+
+  it('shows figures as people read them: to the millisecond, and nothing left (not below zero) under a lowered allowance', async () => {
+    const store = createSqliteEventStore({ path: ':memory:' });
+    try {
+      const deps = { store, clock: systemClock, ids: randomIds };
+      const drive = await createDrive(deps, { name: 'Lowered', mediaSeconds: 100 });
+      const balances = createBalances(deps);
+      for (const [i, seconds] of [0.1, 0.2, 2.153, 30.7].entries()) {
+        const r = { driveId: drive.drive_id, reservationId: `r${i}`, jobId: 'job-1', kind: 'media_seconds' as const, amount: seconds };
+        await balances.reserve(r);
+        await balances.settle(drive.drive_id, `r${i}`, seconds);
+      }
+      assert.deepEqual((await balances.show(drive.drive_id)).media_seconds, { allowance: 100, used: 33.153, reserved: 0, left: 66.847 });
+      await updateDrive(deps, drive.drive_id, { media_seconds: 20 });
+      assert.deepEqual((await balances.show(drive.drive_id)).media_seconds, { allowance: 20, used: 33.153, reserved: 0, left: 0 });
+    } finally {
+      await store.close();
+    }
+  });
 });
