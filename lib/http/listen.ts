@@ -1,4 +1,5 @@
-import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer, STATUS_CODES, type RequestListener, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { openFileLimit } from '../adapters/system/open-files';
 import type { HttpApp } from './app';
 
@@ -29,8 +30,38 @@ export function createHttpServer(handler: RequestListener, limits: ServerLimits 
   server.keepAliveTimeout = 5_000;
   server.maxHeadersCount = 100;
   server.maxConnections = limits.maxConnections ?? defaultMaxConnections();
+  server.on('clientError', answerClientError);
   return server;
 }
+
+/**
+ * What node's parser refused before any route saw the request, answered as every error is
+ * (`{error, message}`, JSON) with the status node would send: headers or a URL past node's 16 KiB
+ * (431; node's own answer had no body), a header timeout (408), malformed HTTP (400). The
+ * connection closes after it, as node's does.
+ */
+function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, error, message] = CLIENT_ERRORS[err.code ?? ''] ?? [400, 'invalid_input', 'the request is not well-formed HTTP'];
+  const body = JSON.stringify({ error, message });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+const CLIENT_ERRORS: Record<string, [status: number, error: string, message: string]> = {
+  HPE_HEADER_OVERFLOW: [
+    431,
+    'invalid_input',
+    'the request line and headers are too large (at most 16 KiB together): send long values in a POST body, or shorter query parameters',
+  ],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'invalid_input', 'the request headers did not arrive in time'],
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'payload_too_large', 'chunk extensions are too large'],
+};
 
 /** Half the open-file soft limit where the system tells it (Linux), else 1,000. */
 export function defaultMaxConnections(openFiles = openFileLimit()): number {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { connect, type AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import pino from 'pino';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
@@ -148,6 +149,36 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
     assert.equal(server.keepAliveTimeout, 5_000);
     const count = server.maxHeadersCount ?? Infinity;
     assert.ok(count > 0 && count <= 200, String(count));
+  });
+
+  it("answers what node's parser refuses as every error: {error, message} in JSON, with node's status, then closes", async () => {
+    const server = createHttpServer((_req, res) => res.end('ok'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    const exchange = (bytes: string) =>
+      new Promise<string>((resolve, reject) => {
+        const chunks: Buffer[] = [];
+        const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
+        socket.on('data', (c: Buffer) => chunks.push(c));
+        socket.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+        socket.on('error', reject);
+      });
+    try {
+      const long = await exchange(`GET /v1/search?query=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      assert.match(long, /^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/);
+      assert.match(long, /\r\nConnection: close\r\n/);
+      const body = JSON.parse(long.slice(long.indexOf('\r\n\r\n') + 4));
+      assert.equal(body.error, 'invalid_input');
+      assert.match(body.message, /too large \(at most 16 KiB/);
+      const garbled = await exchange('NOT HTTP AT ALL\r\n\r\n');
+      assert.match(garbled, /^HTTP\/1\.1 400 Bad Request\r\n/);
+      assert.deepEqual(JSON.parse(garbled.slice(garbled.indexOf('\r\n\r\n') + 4)), {
+        error: 'invalid_input',
+        message: 'the request is not well-formed HTTP',
+      });
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 
   describe('route matching, auth and validation agree on case and slashes', () => {
