@@ -10,7 +10,7 @@ import type { Metrics } from '../observability/metrics';
 import { expressLane, mountLaneRoutes, type LaneRoute } from './express-lane';
 import { consistencyGuard } from './consistency';
 import { authenticate, rateLimit } from './guards';
-import { errorHandler, jsonBody, notFoundFallback, observeDuration, requestContext } from './middleware';
+import { errorHandler, jsonBody, notFoundFallback, observeDuration, requestContext, wellEscapedQuery } from './middleware';
 
 /**
  * The pipeline both APIs share, in this order: request duration metric, request id and access
@@ -89,6 +89,7 @@ function createKoaApp(deps: ApiAppDeps, { lane = [], mount, outside = [] }: ApiR
   if (deps.metrics) app.use(observeDuration(deps.metrics.httpRequestDuration));
   app.use(requestContext(deps.logger));
   app.use(errorHandler());
+  app.use(wellEscapedQuery());
   app.use(operatorRoutes(deps).routes());
   for (const router of outside) app.use(router.routes());
   app.use(v1.routes());

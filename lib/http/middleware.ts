@@ -260,6 +260,23 @@ export function errorResponse(
   return { status: appError.status, body: appError.toBody(), headers: appError instanceof AppErrorWithHeaders ? appError.headers : {} };
 }
 
+/**
+ * A query string whose percent-escapes are not escaped UTF-8 (`%ZZ`, `%E0%A4`) is a 400: node's
+ * parser reads it as some other text, so a filter of it matched nothing and the list came back
+ * empty, as if the filter were right. Looked at only when the query holds a `%`.
+ */
+export const wellEscapedQuery = (): Middleware => (ctx, next) => {
+  const query = ctx.querystring;
+  if (query.includes('%')) {
+    try {
+      decodeURIComponent(query);
+    } catch {
+      throw invalidInput('the query string has a malformed percent-escape: escape UTF-8 bytes as %XX (a space as %20 or +)');
+    }
+  }
+  return next();
+};
+
 /** Maps errors to the spec's bodies (`errorResponse`). */
 export const errorHandler = (): Middleware => async (ctx, next) => {
   try {

@@ -266,6 +266,15 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
       }
     });
 
+    it('refuses a malformed percent-escape in the query string (it matched nothing, as if the filter were right)', async () => {
+      for (const query of ['name=%ZZ', 'name=%E0%A4', 'name=abc%']) {
+        const res = await h.http.get(`/v1/projects?${query}`).set(h.auth());
+        expectError(res, 400, 'invalid_input', /malformed percent-escape/);
+      }
+      const ok = await h.http.get('/v1/projects?name=caf%C3%A9%20au+lait%25').set(h.auth());
+      assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    });
+
     it('still takes well-formed values', async () => {
       const res = await h.http
         .get('/v1/jobs?limit=5&created_after=2020-01-01T00:00:00.123%2B02:00&created_before=2999-01-01T00:00:00Z')
