@@ -9,12 +9,22 @@ import type { Condition, Doc, Filter, FindOptions, ReadQueries } from '../ports/
  */
 
 export type Direction = 'asc' | 'desc';
-type Position = { readonly sort: string; readonly direction: Direction; readonly value: string | number | null; readonly id: string };
+type Position = {
+  readonly sort: string;
+  readonly direction: Direction;
+  readonly value: string | number | null;
+  readonly id: string;
+  /** The list it pages (the collection); cursors made before it was named have none. */
+  readonly list?: string;
+};
 
 export const encodeCursor = (p: Position): string =>
-  Buffer.from(JSON.stringify([p.sort, p.direction, p.value, p.id])).toString('base64url');
+  Buffer.from(JSON.stringify([p.sort, p.direction, p.value, p.id, ...(p.list === undefined ? [] : [p.list])])).toString('base64url');
 
-export function decodeCursor(cursor: string, expected: { sort: string; direction: Direction }): Position {
+/** A sort by a time (`created_at`, `updated_at`, `last_viewed_at`) pages by ISO 8601 text, or null. */
+const isTimeSort = (sort: string) => sort.endsWith('_at');
+
+export function decodeCursor(cursor: string, expected: { sort: string; direction: Direction; list?: string }): Position {
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -23,17 +33,21 @@ export function decodeCursor(cursor: string, expected: { sort: string; direction
   }
   if (
     Array.isArray(parsed) &&
-    parsed.length === 4 &&
+    (parsed.length === 4 || (parsed.length === 5 && typeof parsed[4] === 'string')) &&
     typeof parsed[0] === 'string' &&
     (parsed[1] === 'asc' || parsed[1] === 'desc') &&
     (typeof parsed[2] === 'string' || Number.isFinite(parsed[2]) || parsed[2] === null) &&
-    typeof parsed[3] === 'string'
+    typeof parsed[3] === 'string' &&
+    (!isTimeSort(parsed[0]) || parsed[2] === null || (typeof parsed[2] === 'string' && Number.isFinite(Date.parse(parsed[2]))))
   ) {
-    const [sort, direction, value, id] = parsed as [string, Direction, string | number | null, string];
+    const [sort, direction, value, id, list] = parsed as [string, Direction, string | number | null, string, string?];
+    if (list !== undefined && expected.list !== undefined && list !== expected.list) {
+      throw invalidInput(`cursor belongs to another list (${list}); give a cursor this list returned, or no cursor`);
+    }
     if (sort !== expected.sort || direction !== expected.direction) {
       throw invalidInput(`cursor belongs to sort=${sort}&direction=${direction}; give the same sort and direction, or no cursor`);
     }
-    return { sort, direction, value, id };
+    return { sort, direction, value, id, list };
   }
   throw invalidInput('cursor is not a cursor this API returned');
 }
@@ -65,7 +79,7 @@ export async function findPage(
 ): Promise<{ docs: Doc[]; next_cursor?: string }> {
   const field = page.field ?? page.sort;
   const d = page.direction === 'asc' ? 1 : -1;
-  const filter = page.cursor ? afterCursor(base, field, decodeCursor(page.cursor, page)) : base;
+  const filter = page.cursor ? afterCursor(base, field, decodeCursor(page.cursor, { ...page, list: collection })) : base;
   const options: FindOptions = {
     sort: [
       [field, d],
@@ -86,6 +100,7 @@ export async function findPage(
       // The fields the API pages by hold strings, numbers or null.
       value: typeof value === 'string' || typeof value === 'number' ? value : null,
       id: last._id,
+      list: collection,
     }),
   };
 }

@@ -182,6 +182,15 @@ describe('GET /v1/projects and /v1/projects/{id} (HTTP, embedded adapters)', fun
     const res = await h.http.get(`/v1/projects?sort=created_at&limit=1&cursor=${cursor}`).set(h.auth());
     assert.equal(res.status, 400);
     assert.match(res.body.message, /cursor belongs to sort=name/);
+    // A cursor of the jobs list is not one of projects; a forged one whose time is not a time is no cursor.
+    const jobsCursor = Buffer.from(JSON.stringify(['created_at', 'desc', '2026-01-01T00:00:00.000Z', 'x', 'jobs'])).toString('base64url');
+    const other = await h.http.get(`/v1/projects?limit=1&cursor=${jobsCursor}`).set(h.auth());
+    assert.equal(other.status, 400, JSON.stringify(other.body));
+    assert.match(other.body.message, /cursor belongs to another list/);
+    const forged = Buffer.from(JSON.stringify(['created_at', 'desc', 'not-a-date', 'x'])).toString('base64url');
+    const bad = await h.http.get(`/v1/projects?limit=1&cursor=${forged}`).set(h.auth());
+    assert.equal(bad.status, 400, JSON.stringify(bad.body));
+    assert.match(bad.body.message, /cursor is not a cursor this API returned/);
   });
 
   it('answers the detail as the spec shapes it, from an import with media and compositions', async () => {
