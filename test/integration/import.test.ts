@@ -215,6 +215,23 @@ describe('POST /v1/jobs/import/project_media (HTTP, embedded adapters)', functio
     );
   });
 
+  it('without a transcriber, its progress never says it transcribes (downloading, probing, composing)', async () => {
+    const res = await h.http
+      .post('/v1/jobs/import/project_media')
+      .set(h.auth())
+      .send({ project_name: 'Untranscribed', add_media: { 'voice.wav': { url: media.url('slow', 'voice.wav') } } });
+    const job = await h.waitForJob(res.body.job_id);
+    assert.equal((job.result as Record<string, any>).media_status['voice.wav'].transcript, 'skipped');
+    const labels = (await h.store.readStream(streams.job(res.body.job_id)))
+      .filter((e) => e.type === 'JobProgressed')
+      .map((e) => String(e.data.label));
+    assert.ok(labels.includes('downloading voice.wav') && labels.includes('composing'), JSON.stringify(labels));
+    assert.deepEqual(
+      labels.filter((l) => l.startsWith('transcribing')),
+      [],
+    );
+  });
+
   it('stops with status error when no file imports', async () => {
     const res = await h.http
       .post('/v1/jobs/import/project_media')

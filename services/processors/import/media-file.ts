@@ -52,12 +52,14 @@ export async function describeMedia(
 
   let transcript: FileOutcome['transcript'] = null;
   if (probe.hasAudio && accepted.type !== 'image') {
-    report('transcribing', 0);
+    // Without a transcriber (TRANSCRIBER=none) nothing is transcribed, and the progress does not say it is.
+    const shown = deps.transcriber.name !== 'none';
+    if (shown) report('transcribing', 0);
     const transcription = await deps.transcriber.transcribe(path, {
       language: source.language,
       signal,
       durationSeconds: duration ?? undefined,
-      onProgress: (fraction) => report('transcribing', fraction),
+      onProgress: (fraction) => shown && report('transcribing', fraction),
     });
     if (transcription) {
       const stored = await storeTranscript(deps.blobs, transcription.words, { signal });
