@@ -293,6 +293,8 @@ describe('e2e: resilience of the all-in-one service', function () {
       });
       const pid = workerPid(svc)!;
       process.kill(pid, 'SIGKILL');
+      // Its ffmpeg dies with it (the parent-death signal), not a minute later when its render ends.
+      await waitFor(() => !running(partial), { timeoutMs: 3_000, intervalMs: 50, what: 'the killed worker’s ffmpeg to die with it' });
       await waitFor(() => (workerPid(svc) ?? pid) !== pid, { timeoutMs: 20_000, what: 'the worker to be restarted' });
 
       const job = await stopped(job_id);
@@ -301,8 +303,6 @@ describe('e2e: resilience of the all-in-one service', function () {
       assert.equal(download.status, 200);
       assert.ok((await download.arrayBuffer()).byteLength > 1000);
       assert.deepEqual(partialRenders(env.DATA_DIR), [], `the cut-off render (${partial}) was removed`);
-      // The cut-off attempt's ffmpeg did not render on: it died with the pipe its worker read progress from.
-      await waitFor(() => !running(partial), { timeoutMs: 10_000, what: 'the orphaned ffmpeg to end' });
       const store = createSqliteEventStore({ path: join(env.DATA_DIR, 'events.sqlite') });
       try {
         const events = await store.readStream(`job-${job_id}`);

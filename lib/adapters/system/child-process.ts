@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
 
 export interface RunProcessOptions {
   /** Deadline for the whole run; when it passes the child is killed and the run rejects with `onTimeout()`. */
@@ -109,7 +110,8 @@ export function streamProcess(bin: string, args: readonly string[], options: Str
   const { signal } = options;
   if (signal?.aborted) return Promise.reject(abortError(signal, options.abortMessage));
   return new Promise((resolve, reject) => {
-    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', options.stderr ? 'pipe' : 'ignore'], detached: true });
+    const [file, argv] = diesWithUs(bin, args);
+    const child = spawn(file, argv, { stdio: ['ignore', 'pipe', options.stderr ? 'pipe' : 'ignore'], detached: true });
     const stderr = collector(options.stderr?.keep ?? 'head', options.stderr?.maxBytes ?? 0);
     let failure: (() => Error) | null = null;
     let partial = '';
@@ -154,5 +156,41 @@ function killGroup(pid: number | undefined): void {
     process.kill(-pid, 'SIGKILL');
   } catch {
     // ESRCH: it exited between our decision and the kill.
+  }
+}
+
+/**
+ * A long run (a render) outlives a process killed with -9 (out of memory, an operator): ffmpeg
+ * ignores SIGPIPE, so the progress pipe nobody reads any more did not stop it, and it rendered on
+ * for up to a minute beside the render that took the job over. Where util-linux's `setpriv` can
+ * (Linux), the child is started through it with the parent-death signal set to SIGKILL: it dies
+ * with this process. `setpriv` execs the binary, so the pid and its process group stay the
+ * child's. A binary that cannot be run is started as it is, so its spawn error is the same.
+ */
+function diesWithUs(bin: string, args: readonly string[]): [string, readonly string[]] {
+  if (!setprivWorks() || !executable(bin)) return [bin, args];
+  return [SETPRIV, ['--pdeathsig', 'KILL', '--', bin, ...args]];
+}
+
+const SETPRIV = '/usr/bin/setpriv';
+let setpriv: boolean | undefined;
+
+/** Whether `setpriv --pdeathsig` runs here, asked once (util-linux 2.33 and later have it). */
+function setprivWorks(): boolean {
+  if (setpriv === undefined) {
+    setpriv =
+      process.platform === 'linux' &&
+      executable(SETPRIV) &&
+      spawnSync(SETPRIV, ['--pdeathsig', 'KILL', '--', 'true'], { stdio: 'ignore', timeout: 5000 }).status === 0;
+  }
+  return setpriv;
+}
+
+function executable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
   }
 }
