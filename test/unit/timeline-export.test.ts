@@ -321,7 +321,33 @@ describe('timeline export formats: multitrack sequences', () => {
     assert.deepEqual(read.markers, [{ frame: 75, label: 'Ben joins' }], 'once, though two events are under it');
   });
 
-  it('CMX 3600: refuses a composition with three sounding lanes or two pictures, naming the formats that hold them', () => {
+  it('CMX 3600: three tracks that never sound three at once fit on A and A2', () => {
+    const relay = podcast({
+      clips: [{ media: 'pod', in: 0, out: 30 }],
+      markers: [],
+      sequences: new Map([
+        [
+          'pod',
+          [
+            { media: 'ana', offset: 0 },
+            { media: 'ben', offset: 0 },
+            { media: 'intro', offset: 20 }, // after Ben's 8 s
+          ],
+        ],
+      ]),
+    });
+    const read = readCmx3600(renderTimeline('edl', relay).text, 25);
+    assert.deepEqual(
+      read.events.map((e, i) => [e.reel, e.channels, read.clips[i].recordIn, read.clips[i].recordOut]),
+      [
+        ['ANA', 'A', 0, 750],
+        ['BEN', 'A2', 0, 200],
+        ['INTRO', 'A2', 500, 750],
+      ],
+    );
+  });
+
+  it('CMX 3600: refuses a composition with three sounding at once or two pictures, naming the formats that hold them', () => {
     const three = podcast({
       media: new Map([ANA, BEN, INTRO].map((m) => [m.ref, m])),
       sequences: new Map([
@@ -340,7 +366,7 @@ describe('timeline export formats: multitrack sequences', () => {
       (e: Error & { code?: string; status?: number }) =>
         e.code === 'invalid_input' &&
         e.status === 400 &&
-        e.message === 'a CMX 3600 EDL holds two audio tracks; this composition needs 3: export fcpxml or otio',
+        e.message === 'a CMX 3600 EDL holds two audio tracks; this composition sounds three at once at 00:00:02:00: export fcpxml or otio',
     );
     assert.equal(readFcpxml(renderTimeline('fcpxml', three).text).clips.filter((c) => c.lane === 2).length, 2);
     const cam = (ref: string): TimelineMedia => ({ ...audio(ref, 60), file: `${ref}.mp4`, has_video: true, has_audio: false });

@@ -53,15 +53,46 @@ function lanesWith(t: FramedTimeline, stream: 'audio' | 'video', most: number, h
   return lanes.sort((a, b) => a - b);
 }
 
-/** Each clip's channel field: `AA`, `A` or `A2` for its sound, `/V` (or `V` alone) for its picture. */
+/**
+ * Each clip's channel field: `AA`, `A` or `A2` for its sound, `/V` (or `V` alone) for its picture.
+ * A clip alone at its time has both channels (`AA`); clips sounding together share `A` and `A2`,
+ * the lower lane on `A` where it can be. An EDL has two audio channels: more clips sounding at
+ * once, whatever the number of lanes, is refused (a sequence of three tracks that never sound
+ * three at a time fits).
+ */
 function channelsOf(t: FramedTimeline): Map<FramedClip, string> {
-  const audioLanes = lanesWith(t, 'audio', 2, 'two audio tracks');
   lanesWith(t, 'video', 1, 'one video track');
-  const overlapped = soundingTogether(t.clips);
+  const audio = audioChannels(t);
   const channels = new Map<FramedClip, string>();
   for (const c of t.clips) {
-    const audio = !c.media.has_audio ? '' : !overlapped.has(c) ? 'AA' : audioLanes.indexOf(c.lane) === 0 ? 'A' : 'A2';
-    channels.set(c, c.media.has_video ? (audio ? `${audio}/V` : 'V') : audio);
+    const sound = audio.get(c) ?? '';
+    channels.set(c, c.media.has_video ? (sound ? `${sound}/V` : 'V') : sound);
+  }
+  return channels;
+}
+
+/** `AA` for a clip sounding alone, else `A` or `A2`: one pass in record order, as `soundingTogether`. */
+function audioChannels(t: FramedTimeline): Map<FramedClip, 'AA' | 'A' | 'A2'> {
+  const overlapped = soundingTogether(t.clips);
+  const lanes = [...new Set(t.clips.filter((c) => c.media.has_audio).map((c) => c.lane))].sort((a, b) => a - b);
+  const channels = new Map<FramedClip, 'AA' | 'A' | 'A2'>();
+  let sounding: FramedClip[] = [];
+  for (const c of t.clips.filter((c) => c.media.has_audio)) {
+    if (!overlapped.has(c)) {
+      channels.set(c, 'AA');
+      continue;
+    }
+    sounding = sounding.filter((o) => o.recordOut > c.recordIn);
+    const taken = new Set(sounding.map((o) => channels.get(o)));
+    const preferred: ('A' | 'A2')[] = lanes.indexOf(c.lane) === 0 ? ['A', 'A2'] : ['A2', 'A'];
+    const free = preferred.find((ch) => !taken.has(ch));
+    if (!free) {
+      throw invalidInput(
+        `a CMX 3600 EDL holds two audio tracks; this composition sounds three at once at ${timecode(c.recordIn, t.rate)}: export fcpxml or otio`,
+      );
+    }
+    channels.set(c, free);
+    sounding.push(c);
   }
   return channels;
 }
