@@ -356,7 +356,10 @@ describe('timeline export (HTTP, embedded adapters)', function () {
         { what: 'the second composition projected' },
       );
       assert.equal(edl.body.error, 'invalid_input');
-      assert.equal(edl.body.message, 'a CMX 3600 EDL holds two audio tracks; this composition sounds three at once at 00:00:05:00: export fcpxml or otio');
+      assert.equal(
+        edl.body.message,
+        'a CMX 3600 EDL holds two audio tracks; this composition sounds three at once at 00:00:05:00: export fcpxml or otio',
+      );
       const otio = await exportTimeline({ ...body, format: 'otio' });
       assert.equal(otio.status, 200, otio.text);
       assert.deepEqual(
