@@ -135,5 +135,5 @@ const admittedBy =
       : route;
 
 const tooManyUnfinished = ({ unfinished }: AdmissionRefusal) =>
-  `this drive has ${unfinished} unfinished jobs (queued or running), the most it may have; ` +
-  `send the request again after Retry-After seconds, once some have finished`;
+  `this drive had ${unfinished} unfinished jobs (queued or running) when last counted, about a second ago, ` +
+  `the most it may have; send the request again after Retry-After seconds, once some have finished`;
