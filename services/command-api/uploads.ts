@@ -95,11 +95,27 @@ export function createUploadRoutes(deps: UploadRouteDeps): Router {
     try {
       await put(deps, bodies, ctx, authorise(deps, ctx, ctx.params.asset_id));
     } finally {
-      // An unread body must not be drained into the next request: close instead.
-      if (!ctx.req.complete) ctx.set('Connection', 'close');
+      if (!ctx.req.complete) leaveUnreadBody(ctx);
     }
   });
   return router;
+}
+
+/** Bodies up to this size that a refused PUT left unread are read to their end and dropped. */
+const DRAINED_BYTES = 8 * 1024 * 1024;
+
+/**
+ * A PUT answered before its body was read (a tampered or expired URL, a refusal): a small body
+ * declared by its length is read to its end and dropped, so the client, still sending, gets the
+ * answer and may reuse the connection. Closed at once with unread bytes, the socket was reset
+ * under a client still writing, which then saw "broken pipe" instead of the 403. A larger body,
+ * or one of unknown length, closes the connection after the answer (never drained into the next
+ * request); the server's timeouts bound a client that trickles.
+ */
+function leaveUnreadBody(ctx: Context): void {
+  const declared = Number(ctx.req.headers['content-length']);
+  if (Number.isSafeInteger(declared) && declared <= DRAINED_BYTES && !ctx.req.destroyed) ctx.req.resume();
+  else ctx.set('Connection', 'close');
 }
 
 /** How bodies are received: admitted by the gate, cut after `idleMs` without a byte. */

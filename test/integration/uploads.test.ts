@@ -272,6 +272,32 @@ describe('Direct uploads: PUT /v1/uploads/:asset_id (signed, resumable)', functi
     assert.deepEqual([status.status, status.headers.range], [308, undefined]);
   });
 
+  it('answers a refused PUT of a small body after reading it, on a connection that stays open (no reset under a client still sending)', async () => {
+    const u = newUpload(1_400_000);
+    const tampered = new URL(u.url);
+    tampered.searchParams.set('file_size', '1400001');
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const send = (url: string, bytes: Buffer) =>
+      new Promise<{ status: number; connection?: string; reused: boolean; body: string }>((resolve, reject) => {
+        const req = request(url, { method: 'PUT', agent, headers: { ...OCTETS, 'content-length': bytes.length } }, (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection, reused: req.reusedSocket, body }));
+        });
+        req.on('error', reject);
+        req.end(bytes);
+      });
+    try {
+      const first = await send(tampered.href, randomBytes(1_400_000));
+      assert.equal(first.status, 403, first.body);
+      assert.notEqual(first.connection, 'close');
+      const second = await send(tampered.href, randomBytes(1_400_000));
+      assert.deepEqual([second.status, second.reused], [403, true], 'the same connection answers the next request');
+    } finally {
+      agent.destroy();
+    }
+  });
+
   it('refuses a PUT after completion with 409 conflict (state complete), re-sent or not', async () => {
     const file = randomBytes(1000);
     const u = newUpload(file.length);
