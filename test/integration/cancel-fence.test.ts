@@ -4,10 +4,10 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
 import { createDrive } from '../../lib/app/admin';
 import { streams } from '../../lib/domain/ids';
 import { startHarness, type Harness } from '../fixtures/harness';
+import { keptLogLines } from '../fixtures/log-lines';
 import { makeTestMedia } from '../fixtures/media';
 import { waitFor } from '../fixtures/wait';
 
@@ -23,22 +23,14 @@ describe('a cancelled job changes nothing after the cancel (the attempt fences i
   let h: Harness;
   let files: { wav: string };
   let gate: Gate;
-  const lines: { msg?: string; job_id?: string }[] = [];
+  const kept = keptLogLines<{ msg?: string; job_id?: string }>();
+  const lines = kept.lines;
 
   before(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'fence-'));
     files = { wav: await makeTestMedia(dir, 'wav', 3) };
     gate = await startGate(files.wav);
-    const sink = {
-      write: (text: string) =>
-        void lines.push(
-          ...text
-            .split('\n')
-            .filter(Boolean)
-            .map((l) => JSON.parse(l)),
-        ),
-    };
-    h = await startHarness({ cancelPollMs: 60_000, logger: pino({ level: 'info' }, sink) });
+    h = await startHarness({ cancelPollMs: 60_000, logger: kept.logger });
   });
   after(async () => {
     await h?.close();

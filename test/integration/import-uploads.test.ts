@@ -4,11 +4,11 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import pino from 'pino';
 import { createLocalUploadStore } from '../../lib/adapters/local/upload-store';
 import { loadState } from '../../lib/app/command-handler';
 import { projectDecider } from '../../lib/domain/project';
 import { streams } from '../../lib/domain/ids';
+import { keptLogLines } from '../fixtures/log-lines';
 import { startHarness, type Harness } from '../fixtures/harness';
 import { makeTestMedia } from '../fixtures/media';
 import { startMediaServer } from '../fixtures/media-server';
@@ -351,23 +351,14 @@ describe('import with many uploads to one job at once', function () {
   this.timeout(120_000);
   let h: Harness;
   let wav: Buffer;
-  const lines: { level: number; msg: string; err?: { stack?: string } }[] = [];
+  const kept = keptLogLines<{ level: number; msg: string; err?: { stack?: string } }>();
+  const lines = kept.lines;
 
   before(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'parallel-'));
     wav = readFileSync(await makeTestMedia(dir, 'wav', 1));
-    // Request lines come in batches: one JSON document a line.
-    const sink = {
-      write: (text: string) =>
-        void lines.push(
-          ...text
-            .split('\n')
-            .filter(Boolean)
-            .map((l) => JSON.parse(l)),
-        ),
-    };
     // Files up to 2 GiB, as configured by default; the request's total is UPLOAD_BYTES_PER_REQUEST's default.
-    h = await startHarness({ uploadTtlMs: 60 * 60 * 1000, logger: pino({ level: 'info' }, sink), mediaMaxBytes: 2 * 1024 ** 3 });
+    h = await startHarness({ uploadTtlMs: 60 * 60 * 1000, logger: kept.logger, mediaMaxBytes: 2 * 1024 ** 3 });
   });
   after(async () => h?.close());
 
