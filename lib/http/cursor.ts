@@ -21,8 +21,10 @@ type Position = {
 export const encodeCursor = (p: Position): string =>
   Buffer.from(JSON.stringify([p.sort, p.direction, p.value, p.id, ...(p.list === undefined ? [] : [p.list])])).toString('base64url');
 
-/** A sort by a time (`created_at`, `updated_at`, `last_viewed_at`) pages by ISO 8601 text, or null. */
+/** A sort by a time (`created_at`, `updated_at`, `last_viewed_at`) pages by ISO 8601 text, or null; every sort the API has pages by text. */
 const isTimeSort = (sort: string) => sort.endsWith('_at');
+const fitsSort = (sort: string, value: unknown): boolean =>
+  value === null || (typeof value === 'string' && (!isTimeSort(sort) || Number.isFinite(Date.parse(value))));
 
 export function decodeCursor(cursor: string, expected: { sort: string; direction: Direction; list?: string }): Position {
   let parsed: unknown;
@@ -36,9 +38,8 @@ export function decodeCursor(cursor: string, expected: { sort: string; direction
     (parsed.length === 4 || (parsed.length === 5 && typeof parsed[4] === 'string')) &&
     typeof parsed[0] === 'string' &&
     (parsed[1] === 'asc' || parsed[1] === 'desc') &&
-    (typeof parsed[2] === 'string' || Number.isFinite(parsed[2]) || parsed[2] === null) &&
-    typeof parsed[3] === 'string' &&
-    (!isTimeSort(parsed[0]) || parsed[2] === null || (typeof parsed[2] === 'string' && Number.isFinite(Date.parse(parsed[2]))))
+    fitsSort(parsed[0], parsed[2]) &&
+    typeof parsed[3] === 'string'
   ) {
     const [sort, direction, value, id, list] = parsed as [string, Direction, string | number | null, string, string?];
     if (list !== undefined && expected.list !== undefined && list !== expected.list) {

@@ -39,7 +39,13 @@ export function loadSchemas(dir = API_SCHEMA_DIR): SchemaRegistry {
   return {
     assertBody(id, value) {
       const v = get(strict, id);
-      if (!v(value)) throw invalidInput(describeError(v.errors?.[0], 'body', v.schema));
+      if (v(value)) return;
+      const first = v.errors?.[0];
+      // A body of the wrong kind at its top (an array): said as the other kinds are (lib/http/well-formed.ts).
+      if (first?.keyword === 'type' && first.instancePath === '' && Array.isArray(value)) {
+        throw invalidInput('request body must be a JSON object, not an array');
+      }
+      throw invalidInput(describeError(first, 'body', v.schema));
     },
     assertQuery(id, value) {
       const v = get(queries, id);

@@ -256,6 +256,8 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
         [{ project_name: 'P', folder_name: 'Clients/..' }, 'folder_name must be folder names separated by /'],
         [{ project_name: 'P', add_media: { '': { url: 'https://example.com/a.wav' } } }, 'add_media[""] is not a media reference'],
       ];
+      const array = await h.http.post('/v1/jobs/import/project_media').set(h.auth()).send([]);
+      assert.deepEqual([array.status, array.body.message], [400, 'request body must be a JSON object, not an array']);
       for (const [body, message] of bodies) {
         const res = await h.http
           .post('/v1/jobs/import/project_media')
@@ -413,7 +415,7 @@ describe('HTTP edge: auth, validation, errors, rate limit', function () {
         /folder_name/,
       ],
       ['an empty project_name', { project_name: '', add_media: { 'a.wav': { url } } }, /project_name/],
-      ['a body that is an array', [], /body must be object/],
+      ['a body that is an array', [], /request body must be a JSON object, not an array/],
     ];
     for (const [what, body, message] of cases) {
       it(`rejects ${what}`, async () => expectError(await post(body), 400, 'invalid_input', message));

@@ -187,10 +187,16 @@ describe('GET /v1/projects and /v1/projects/{id} (HTTP, embedded adapters)', fun
     const other = await h.http.get(`/v1/projects?limit=1&cursor=${jobsCursor}`).set(h.auth());
     assert.equal(other.status, 400, JSON.stringify(other.body));
     assert.match(other.body.message, /cursor belongs to another list/);
-    const forged = Buffer.from(JSON.stringify(['created_at', 'desc', 'not-a-date', 'x'])).toString('base64url');
-    const bad = await h.http.get(`/v1/projects?limit=1&cursor=${forged}`).set(h.auth());
-    assert.equal(bad.status, 400, JSON.stringify(bad.body));
-    assert.match(bad.body.message, /cursor is not a cursor this API returned/);
+    for (const forged of [
+      ['created_at', 'desc', 'not-a-date', 'x'],
+      ['name', 'desc', 5, 'x', 'projects'],
+    ]) {
+      const cursor = Buffer.from(JSON.stringify(forged)).toString('base64url');
+      const sort = forged[0];
+      const bad = await h.http.get(`/v1/projects?limit=1&sort=${sort}&cursor=${cursor}`).set(h.auth());
+      assert.equal(bad.status, 400, JSON.stringify(bad.body));
+      assert.match(bad.body.message, /cursor is not a cursor this API returned/);
+    }
   });
 
   it('answers the detail as the spec shapes it, from an import with media and compositions', async () => {
