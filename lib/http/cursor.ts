@@ -48,7 +48,7 @@ export function decodeCursor(cursor: string, expected: { sort: string; direction
     if (sort !== expected.sort || direction !== expected.direction) {
       throw invalidInput(`cursor belongs to sort=${sort}&direction=${direction}; give the same sort and direction, or no cursor`);
     }
-    return { sort, direction, value, id, list };
+    return { sort, direction, value, id, ...(list !== undefined && { list }) };
   }
   throw invalidInput('cursor is not a cursor this API returned');
 }

@@ -56,5 +56,9 @@ describe('field paths and cursors', () => {
     assert.throws(() => decodeCursor(encodeCursor(p), { sort: 'name', direction: 'desc' }), /cursor belongs to sort=created_at/);
     assert.throws(() => decodeCursor('garbage', p), /cursor/);
     assert.throws(() => decodeCursor(Buffer.from('{"a":1}').toString('base64url'), p), /cursor/);
+    const listed = { ...p, list: 'projects' };
+    assert.deepEqual(decodeCursor(encodeCursor(listed), listed), listed);
+    assert.throws(() => decodeCursor(encodeCursor(listed), { ...p, list: 'jobs' }), /cursor belongs to another list \(projects\)/);
+    assert.throws(() => decodeCursor(encodeCursor({ ...p, value: 'yesterday' }), p), /not a cursor this API returned/);
   });
 });
