@@ -21,10 +21,12 @@ type Position = {
 export const encodeCursor = (p: Position): string =>
   Buffer.from(JSON.stringify([p.sort, p.direction, p.value, p.id, ...(p.list === undefined ? [] : [p.list])])).toString('base64url');
 
-/** A sort by a time (`created_at`, `updated_at`, `last_viewed_at`) pages by ISO 8601 text, or null; every sort the API has pages by text. */
+/** A sort by a time (`created_at`, `updated_at`, `last_viewed_at`) pages by ISO 8601 text, or null; others by text, a number, or null. */
 const isTimeSort = (sort: string) => sort.endsWith('_at');
 const fitsSort = (sort: string, value: unknown): boolean =>
-  value === null || (typeof value === 'string' && (!isTimeSort(sort) || Number.isFinite(Date.parse(value))));
+  value === null ||
+  (typeof value === 'string' && (!isTimeSort(sort) || Number.isFinite(Date.parse(value)))) ||
+  (typeof value === 'number' && Number.isFinite(value) && !isTimeSort(sort));
 
 export function decodeCursor(cursor: string, expected: { sort: string; direction: Direction; list?: string }): Position {
   let parsed: unknown;

@@ -189,7 +189,7 @@ describe('GET /v1/projects and /v1/projects/{id} (HTTP, embedded adapters)', fun
     assert.match(other.body.message, /cursor belongs to another list/);
     for (const forged of [
       ['created_at', 'desc', 'not-a-date', 'x'],
-      ['name', 'desc', 5, 'x', 'projects'],
+      ['created_at', 'desc', 5, 'x', 'projects'],
     ]) {
       const cursor = Buffer.from(JSON.stringify(forged)).toString('base64url');
       const sort = forged[0];
