@@ -201,6 +201,42 @@ export function decideNext<C, E extends { type: string; data: object }, S>(
   return { state: decided.reduce(decider.evolve, state), revision: (revision ?? -1) + decided.length, appends: [append] };
 }
 
+/** A stream kind as `handleInBatch` decides on it: its handler (for the folded state), its decider and its stream names. */
+export type StreamKind<C, E extends { type: string; data: object }, S> = {
+  readonly handler: CommandHandler<C, E, S>;
+  readonly decider: Decider<C, E, S>;
+  readonly streamOf: (id: string) => string;
+};
+
+/** Tries of `handleInBatch` before it gives up with a retriable error: each lost to a stream another writer moved. */
+const BATCH_TRIES = 10;
+
+/**
+ * `handle` with appends to other streams in the same batch (`appendInOrder`): `before()` ahead
+ * of the command's (a job's fence, which fails the batch once the job is cancelled), `after(made)`
+ * behind them (what records them elsewhere, such as a project's `ProjectEdited`). Decided on the
+ * stream as read; when any append of the batch conflicts, all of it is decided again. A refusal
+ * throws. Resolves the stream as it then is.
+ */
+export async function handleInBatch<C, E extends { type: string; data: object }, S>(
+  store: EventStore,
+  on: StreamKind<C, E, S>,
+  id: string,
+  command: C,
+  write: { readonly newId: () => string; readonly metadata: EventMetadata },
+  around: { readonly before?: () => Promise<StreamAppend[]>; readonly after?: (made: readonly StreamAppend[]) => StreamAppend[] },
+): Promise<Loaded<S>> {
+  for (let tries = 0; tries < BATCH_TRIES; tries++) {
+    const { state, revision } = await on.handler.load(id);
+    const next = decideNext(on.streamOf(id), on.decider, state, revision, command, write);
+    if (next.appends.length === 0) return next;
+    const batch = [...((await around.before?.()) ?? []), ...next.appends, ...(around.after?.(next.appends) ?? [])];
+    const results = await appendInOrder(store, batch);
+    if (results.every((r) => r.ok)) return next;
+  }
+  throw new AppError('unavailable', `too many concurrent changes to ${on.streamOf(id)}; try again`, { retriable: true });
+}
+
 /** `store.appendInOrder` where the store has it, else one append after another, stopping at the first conflict. */
 export async function appendInOrder(store: EventStore, appends: readonly StreamAppend[]): Promise<AppendResult[]> {
   if (store.appendInOrder) return store.appendInOrder(appends);

@@ -7,7 +7,7 @@ import { deletedWords, rangesOfWords, transcriptText, transcriptWords } from '..
 import type { BlobStore } from '../ports/blob-store';
 import type { Clock, Ids } from '../ports/clock';
 import type { EventMetadata, EventStore } from '../ports/event-store';
-import { appendInOrder, commandHandler, decideNext } from './command-handler';
+import { commandHandler, handleInBatch } from './command-handler';
 import { wordsOfClips } from './composition-words';
 import { projectEditedAppends } from './project-edits';
 import type { Principal } from './tenancy';
@@ -103,16 +103,15 @@ export function createTextEdits(deps: TextEditDeps) {
    * `ProjectEdited`. Planned on the revision read: if another edit lands first, the decider
    * refuses it (409) when it is decided again on the composition as it then is.
    */
-  async function cut(ids: { project_id: string; composition_id: string }, command: CompositionCommand, write: Write) {
-    for (let attempt = 1; attempt <= 5; attempt++) {
-      const { state, revision } = await compositions.load(ids.composition_id);
-      const next = decideNext(streams.composition(ids.composition_id), compositionDecider, state, revision, command, write);
-      const edited = { projectId: ids.project_id, jobId: null, now: command.now };
-      const [made] = await appendInOrder(deps.store, [...next.appends, ...projectEditedAppends(edited, next.appends, write)]);
-      if (!made || made.ok) return next.state;
-    }
-    throw new AppError('unavailable', `too many concurrent changes to composition ${ids.composition_id}; try again`, { retriable: true });
-  }
+  const cut = async (ids: { project_id: string; composition_id: string }, command: CompositionCommand, write: Write) => {
+    const edited = { projectId: ids.project_id, jobId: null, now: command.now };
+    const on = { handler: compositions, decider: compositionDecider, streamOf: streams.composition };
+    return (
+      await handleInBatch(deps.store, on, ids.composition_id, command, write, {
+        after: (made) => projectEditedAppends(edited, made, write),
+      })
+    ).state;
+  };
 
   return {
     async edit(who: Principal, projectId: string, compositionRef: string, body: unknown): Promise<TranscriptAnswer> {

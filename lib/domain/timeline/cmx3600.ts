@@ -45,12 +45,11 @@ export function reelNames(clips: readonly FramedClip[]): Map<string, string> {
   return reels;
 }
 
-/** The lanes that have a clip with `stream`, ascending; refused beyond what the format holds. */
-function lanesWith(t: FramedTimeline, stream: 'audio' | 'video', most: number, holds: string): number[] {
-  const lanes = [...new Set(t.clips.filter((c) => (stream === 'audio' ? c.media.has_audio : c.media.has_video)).map((c) => c.lane))];
-  if (lanes.length > most)
-    throw invalidInput(`a CMX 3600 EDL holds ${holds}; this composition needs ${lanes.length}: export fcpxml or otio`);
-  return lanes.sort((a, b) => a - b);
+/** An EDL has one picture track: a composition with pictures on two lanes is refused. */
+function assertOneVideoLane(t: FramedTimeline): void {
+  const lanes = new Set(t.clips.filter((c) => c.media.has_video).map((c) => c.lane));
+  if (lanes.size > 1)
+    throw invalidInput(`a CMX 3600 EDL holds one video track; this composition needs ${lanes.size}: export fcpxml or otio`);
 }
 
 /**
@@ -61,7 +60,7 @@ function lanesWith(t: FramedTimeline, stream: 'audio' | 'video', most: number, h
  * three at a time fits).
  */
 function channelsOf(t: FramedTimeline): Map<FramedClip, string> {
-  lanesWith(t, 'video', 1, 'one video track');
+  assertOneVideoLane(t);
   const audio = audioChannels(t);
   const channels = new Map<FramedClip, string>();
   for (const c of t.clips) {

@@ -1,11 +1,10 @@
 import { v5 as uuidv5 } from 'uuid';
-import { decideNext } from '../../../lib/app/command-handler';
+import { decideNext, handleInBatch } from '../../../lib/app/command-handler';
 import { AppError } from '../../../lib/domain/errors';
 import { streams } from '../../../lib/domain/ids';
 import { isSequenceItem, isUrlItem, type MediaStatus, type UploadItem, type UrlItem } from '../../../lib/domain/import';
 import type { UploadReceived } from '../../../lib/domain/job';
 import { projectDecider, type ProjectCommand, type ProjectState } from '../../../lib/domain/project';
-import { handleFenced } from '../fenced';
 import type { JobContext } from '../job-runner';
 import { download } from './fetch-media';
 import { describeMedia, transcriptStatus, type FileOutcome, type Source } from './media-file';
@@ -224,13 +223,13 @@ const projectWrite = (deps: ImportWorkDeps, ctx: JobContext<'import/project_medi
 
 /** A command on the job's project, recorded as caused by the job, behind the job's fence (a job cancelled meanwhile changes nothing). */
 export const onProject = (deps: ImportWorkDeps, ctx: JobContext<'import/project_media'>, command: ProjectCommand) =>
-  handleFenced(
-    deps,
+  handleInBatch(
+    deps.store,
     { handler: deps.on.projects, decider: projectDecider, streamOf: streams.project },
     ctx.job.project_id,
     command,
     projectWrite(deps, ctx),
-    () => ctx.fence(),
+    { before: async () => [await ctx.fence()] },
   );
 
 /**

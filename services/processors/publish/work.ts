@@ -19,7 +19,7 @@ import type { Clock, Ids } from '../../../lib/ports/clock';
 import type { EventStore } from '../../../lib/ports/event-store';
 import type { Renderer } from '../../../lib/ports/renderer';
 import type { ProcessorHandlers } from '../handlers';
-import { handleFenced } from '../fenced';
+import { handleInBatch } from '../../../lib/app/command-handler';
 import type { JobContext, WorkOutcome } from '../job-runner';
 
 /**
@@ -64,9 +64,9 @@ export async function runPublish(deps: PublishWorkDeps, ctx: Ctx): Promise<WorkO
   };
   // Behind the job's fence: a job cancelled meanwhile starts and records nothing.
   const onPublication = { handler: publications, decider: publicationDecider, streamOf: streams.publication };
-  const fence = () => ctx.fence();
-  const started = await handleFenced(
-    deps,
+  const fenced = { before: async () => [await ctx.fence()] };
+  const started = await handleInBatch(
+    deps.store,
     onPublication,
     publicationId,
     {
@@ -84,7 +84,7 @@ export async function runPublish(deps: PublishWorkDeps, ctx: Ctx): Promise<WorkO
       now: deps.clock.now().toISOString(),
     },
     write,
-    fence,
+    fenced,
   );
   if (!started.state.exists) throw new Error('a started publication reads as none');
   const slug = started.state.started.slug;
@@ -117,13 +117,13 @@ export async function runPublish(deps: PublishWorkDeps, ctx: Ctx): Promise<WorkO
     height: made.height,
     title: project.project.name,
   };
-  await handleFenced(
-    deps,
+  await handleInBatch(
+    deps.store,
     onPublication,
     publicationId,
     { type: 'RecordRender', render, now: deps.clock.now().toISOString() },
     write,
-    fence,
+    fenced,
   );
 
   const expiresAt = signedExpiry(deps.clock.now(), deps.publish.downloads.ttlSeconds * 1000);
